@@ -1,0 +1,33 @@
+# Every target does its own set-up: a fresh clone needs only Python >= 3.11 on the PATH.
+PYTHON ?= python3
+VENV   := .venv
+UV_VERSION := 0.13.9
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-fast test-all lock clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	$(VENV)/bin/uv pip sync --quiet --python $(VENV)/bin/python requirements.lock
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e .
+	touch $(STAMP)
+
+## demo: the main job on embedded defaults (synthetic resource, local everything)
+demo: $(STAMP)
+	$(VENV)/bin/prdist run
+
+## test: the whole default suite (slow statistical tests included when CI=true)
+test: $(STAMP)
+	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest $(if $(CI),,-m "not slow") -q
+
+## test-all: every test, slow ones included
+test-all: $(STAMP)
+	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest -q
+
+## lock: re-resolve requirements.lock from pyproject.toml (needs the registry)
+lock:
+	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 --extra test pyproject.toml -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,171 @@
+"""The PAULA annotation plan (Sabharwal & Sedghi 2017, section 4.2 and Algorithm 2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import check_int
+from .grid import GeometricGrid, exact_eps
+
+__all__ = ["PaulaPlan", "plan_paula"]
+
+PREFIX = "prefix"
+WINDOW = "window"
+
+
+@dataclass(frozen=True, eq=False)
+class PaulaPlan:
+    """Which ranks to label so that PAULA can bound the precision function.
+
+    Built by :func:`plan_paula`; see there for the meaning of every field. Arrays are read-only.
+    """
+
+    n: int
+    eps: float
+    window: int
+    r_tilde: int
+    l: int
+    L: int
+    g_l: int
+    m: int
+    gamma: float
+    factor: float
+    grid: np.ndarray
+    ranks: np.ndarray
+    precondition_met: bool
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def size(self) -> int:
+        """Number of distinct ranks to label."""
+        return int(self.ranks.size)
+
+    @property
+    def exhaustive(self) -> bool:
+        """True when n <= g_l: every item is labeled and the precision is known exactly."""
+        return self.n <= self.g_l
+
+    @property
+    def prefix_end(self) -> int:
+        """Last rank of the fully labeled prefix, min(g_l, n)."""
+        return min(self.g_l, self.n)
+
+    def roles(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return (role, grid_index) aligned with :attr:`ranks`.
+
+        ``role`` is "prefix" for ranks <= g_l and "window" otherwise; ``grid_index`` is the j of
+        the window (g_j - window, g_j] that holds a window rank, and -1 for prefix ranks.
+        """
+        role = np.where(self.ranks <= self.g_l, PREFIX, WINDOW)
+        grid_index = np.full(self.ranks.size, -1, dtype=np.int32)
+        if self.grid.size > 1:
+            # Windows of a valid plan never overlap, so the owner of a rank is the first grid
+            # point at or above it.
+            pos = np.searchsorted(self.grid, self.ranks, side="left")
+            is_window = role == WINDOW
+            grid_index[is_window] = (self.l + pos[is_window]).astype(np.int32)
+        return role, grid_index
+
+
+def plan_paula(n, *, eps=0.03, window=100, r_tilde=None) -> PaulaPlan:
+    """Plan the PAULA annotations for a ranked resource of ``n`` items.
+
+    The plan labels every rank 1..g_l and the window (g_j - window, g_j] at every grid point
+    g_j = ceil((1+eps)^j), j = l+1..L, where
+
+    - r_tilde = ceil((window+2)/eps) unless given,
+    - l = ceil(log_{1+eps} r_tilde), L = floor(log_{1+eps} n),
+    - m = floor(eps (1+eps)^l - 1), gamma = 1 + eps + (2+eps)/m, factor = gamma (1+eps).
+
+    Every rounding is exact (``eps`` is taken as the decimal it is written as).
+
+    Parameters
+    ----------
+    n : int
+        Number of items in the resource, >= 1.
+    eps : float, default=0.03
+        Grid spacing, in (0, 1]. Smaller means tighter bounds and more labels.
+    window : int, default=100
+        Width Delta of the local-precision windows, >= 1.
+    r_tilde : int, optional
+        Rank beyond which the precision is assumed monotone. A value below
+        ceil((window+2)/eps) is allowed, but then the guarantee's precondition fails and the plan
+        says so in ``precondition_met`` and ``notes``.
+
+    Returns
+    -------
+    PaulaPlan
+        ``ranks`` (sorted int64, 1-based) are the ranks to label; ``grid`` holds g_l..g_L.
+        When n <= g_l the plan labels all n items (``exhaustive``) and ``grid`` is empty.
+
+    Examples
+    --------
+    >>> plan = plan_paula(217_077, eps=0.03, window=100)
+    >>> plan.size, plan.g_l, plan.l, plan.L
+    (17392, 3492, 276, 415)
+    >>> plan_paula(35_615, eps=0.05).size
+    7822
+    """
+    owner = "plan_paula"
+    n = check_int(n, name="n", owner=owner, low=1)
+    eps_exact = exact_eps(eps, owner=owner)
+    eps = float(eps)
+    window = check_int(window, name="window", owner=owner, low=1)
+    r_min = math.ceil((window + 2) / eps_exact)  # exact: Fraction ceil
+    if r_tilde is None:
+        r_tilde = r_min
+    r_tilde = check_int(r_tilde, name="r_tilde", owner=owner, low=1)
+
+    grid_fn = GeometricGrid(eps)
+    l = grid_fn.first_index_at_least(r_tilde)
+    L = grid_fn.last_index_at_most(n)
+    g_l = grid_fn.ceil_power(l)
+    m = math.floor(eps_exact * grid_fn.growth**l) - 1
+    gamma = 1.0 + eps + (2.0 + eps) / m if m > 0 else math.inf
+    factor = gamma * (1.0 + eps)
+
+    notes: list[str] = []
+    precondition_met = r_tilde >= r_min
+    if not precondition_met:
+        notes.append(
+            f"r_tilde={r_tilde} is below ceil((window+2)/eps)={r_min}: windows may overlap and "
+            "the gamma(1+eps) guarantee of the PAULA theorem does not apply."
+        )
+    if m < window:
+        notes.append(f"m={m} is below window={window}: (window, m)-monotonicity is undefined.")
+
+    if n <= g_l:
+        grid = np.empty(0, dtype=np.int64)
+        ranks = np.arange(1, n + 1, dtype=np.int64)
+    else:
+        grid = grid_fn.points(l, L)
+        tops = grid[1:]
+        starts = np.maximum(tops - window + 1, 1)
+        lengths = tops - starts + 1
+        offsets = np.repeat(starts - np.cumsum(np.concatenate(([0], lengths[:-1]))), lengths)
+        window_ranks = offsets + np.arange(int(lengths.sum()), dtype=np.int64)
+        ranks = np.sort(np.concatenate((np.arange(1, g_l + 1, dtype=np.int64), window_ranks)))
+        # Windows overlap only when r_tilde is below its minimum; keep each rank once.
+        ranks = ranks[np.concatenate(([True], ranks[1:] != ranks[:-1]))]
+    grid.setflags(write=False)
+    ranks.setflags(write=False)
+    return PaulaPlan(
+        n=n,
+        eps=eps,
+        window=window,
+        r_tilde=r_tilde,
+        l=l,
+        L=L,
+        g_l=g_l,
+        m=m,
+        gamma=gamma,
+        factor=factor,
+        grid=grid,
+        ranks=ranks,
+        precondition_met=precondition_met,
+        notes=tuple(notes),
+    )
+
