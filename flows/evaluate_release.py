@@ -1,0 +1,111 @@
+"""Prefect flow: evaluate one release of a ranked resource.
+
+open -> plan -> extract the planned items -> labels -> estimate -> (bands) -> write the run.
+Wiring only: every task calls one function of ``prdist``. Each stage is one coarse task that
+drives Dask through a ``distributed.Client`` itself; retries are on the I/O tasks only; the
+extraction of planned items (the expensive pass over the resource) is cached by the input
+fingerprint and the parameters, so a rerun after a crash or after labels arrive resumes there.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.states import Completed
+
+from flows._policies import IO_RETRIES
+from prdist.dataflow import evaluate as ev
+from prdist.dataflow.cluster import dask_client
+from prdist.dataflow.run import (
+    RunOutcome,
+    extract_items,
+    open_for_run,
+    summary_markdown,
+    write_run,
+)
+
+
+@task(**IO_RETRIES)
+def open_resource_task(url: str, storage_options: dict | None, key: str, score: str):
+    return open_for_run(url, storage_options=storage_options, key=key, score=score)
+
+
+@task
+def plan_task(n: int, params: ev.EvaluationParams) -> ev.PlannedRanks:
+    return ev.make_plan(n, params)
+
+
+def _extract_cache_key(context, arguments) -> str:
+    resource, ranks, params = arguments["resource"], arguments["ranks"], arguments["params"]
+    return f"extract-{resource.fingerprint}-{ev.run_key(params)}-{len(ranks)}"
+
+
+@task(**IO_RETRIES, cache_key_fn=_extract_cache_key, cache_expiration=timedelta(days=30), result_serializer="json", persist_result=True)
+def extract_task(resource, ranks: np.ndarray, params: ev.EvaluationParams, scheduler: str | None, staging: str) -> str:
+    with dask_client(scheduler) as client:
+        return extract_items(resource, ranks, client=client, staging=staging, params=params)
+
+
+@task(**IO_RETRIES)
+def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: str | None):
+    from prdist.dataflow.run import read_items
+
+    items = read_items(items_url, resource)
+    return items, ev.resolve_labels(items, key=resource.key, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options)
+
+
+@task
+def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.EvaluationParams) -> ev.Estimate:
+    return ev.estimate(planned, labels, params)
+
+
+@task(**IO_RETRIES)
+def write_task(resource, planned, items, resolution, estimate, params, out: str, bands) -> RunOutcome:
+    return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands)
+
+
+@flow(name="evaluate-release", log_prints=True)
+def evaluate_release(
+    resource: str,
+    out: str = "prdist-runs",
+    method: str = "paula",
+    eps: float = 0.03,
+    window: int = 100,
+    r_tilde: int | None = None,
+    confidence: float | None = None,
+    labels: str | None = None,
+    oracle_column: str | None = None,
+    bands: bool = False,
+    seed: int = 0,
+    scheduler: str | None = None,
+    storage_options: dict | None = None,
+    key: str = "key",
+    score: str = "score",
+) -> str:
+    """Evaluate the resource at ``resource`` and write one run directory under ``out``.
+
+    Returns the run directory's URL. When planned labels are missing the flow still writes a
+    complete run with conservative bounds plus ``annotation_task.csv``/``.jsonl``, and ends in
+    the state named "AwaitingLabels".
+    """
+    logger = get_run_logger()
+    params = ev.EvaluationParams(
+        method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
+        seed=seed, oracle_column=oracle_column, bands=bands,
+    )
+    res = open_resource_task(resource, storage_options, key, score)
+    planned = plan_task(res.n, params)
+    items_url = extract_task(res, planned.ranks, params, scheduler, ev.staging_url(out, res, params))
+    items, resolution = labels_task(items_url, res, params, labels)
+    est = estimate_task(planned, resolution.labels, params)
+    outcome = write_task(res, planned, items, resolution, est, params, out, None)
+    create_markdown_artifact(markdown=summary_markdown(outcome), key="prdist-evaluation", description="prdist evaluation summary")
+    logger.info("run directory: %s", outcome.url)
+    if outcome.missing:
+        message = f"{outcome.missing} planned items await labels; annotation task at {outcome.task}"
+        logger.warning(message)
+        return Completed(name="AwaitingLabels", message=message, data=outcome.url)
+    return outcome.url

@@ -1,0 +1,22 @@
+"""Prefect flow: write a synthetic resource with known precision (a population score model)."""
+
+from __future__ import annotations
+
+from prefect import flow, task
+
+from flows._policies import IO_RETRIES
+from prdist.dataflow.cluster import dask_client
+from prdist.dataflow.synth import write_synthetic
+
+
+@task(**IO_RETRIES)
+def write_task(model, n: int, out: str, order: str, seed: int, partitions: int | None, storage_options: dict | None, scheduler: str | None) -> str:
+    with dask_client(scheduler) as client:
+        resource = write_synthetic(model, n=n, out=out, partitions=partitions, order=order, seed=seed, storage_options=storage_options, client=client)
+    return resource.url
+
+
+@flow(name="synthesize-resource", log_prints=True)
+def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: int = 0, partitions: int | None = None, storage_options: dict | None = None, scheduler: str | None = None) -> str:
+    """Write ``n`` items drawn from ``model`` (a prdist.population model) to ``out``; return its URL."""
+    return write_task(model, n, out, order, seed, partitions, storage_options, scheduler)

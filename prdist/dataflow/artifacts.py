@@ -1,0 +1,104 @@
+"""Run directories: one immutable prefix per run, committed by writing ``manifest.json`` last.
+
+A run's id is a hash of what determines its result (the input fingerprint, the parameters and the
+labels it used), so a rerun of the same inputs lands in the same prefix, finds the manifest and
+does nothing. Artifacts are written first; the manifest is written with a create-only write
+(``If-None-Match: *`` on S3, an exclusive create on local disk), never by renaming or listing. A
+run without a manifest is not a run: readers ignore it and the next attempt overwrites its files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import InputError
+from .storage import AlreadyExists, filesystem, join_url, write_bytes_exclusive
+
+__all__ = ["MANIFEST", "RunDirectory", "run_id"]
+
+MANIFEST = "manifest.json"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def run_id(*parts: Any) -> str:
+    """A short, stable id for the run determined by ``parts`` (JSON-serialisable values).
+
+    >>> run_id({"eps": 0.03}, "fingerprint") == run_id({"eps": 0.03}, "fingerprint")
+    True
+    """
+    return hashlib.sha256(_canonical(parts).encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class RunDirectory:
+    """The prefix ``<root>/<run_id>`` of one run.
+
+    Every artifact name must be a plain file name: nothing can be written outside the prefix.
+    """
+
+    root: str
+    run_id: str
+    storage_options: dict | None = None
+
+    @property
+    def url(self) -> str:
+        return join_url(self.root, self.run_id)
+
+    def path_of(self, name: str) -> str:
+        if not _NAME.match(name) or ".." in name:
+            raise InputError(f"Artifact name {name!r} is not a plain file name; artifacts stay inside the run directory.")
+        return join_url(self.url, name)
+
+    def _fs_path(self, name: str):
+        return filesystem(self.path_of(name), self.storage_options)
+
+    def is_committed(self) -> bool:
+        fs, path = self._fs_path(MANIFEST)
+        return fs.exists(path)
+
+    def read_manifest(self) -> dict:
+        fs, path = self._fs_path(MANIFEST)
+        with fs.open(path, "rb") as fh:
+            return json.load(fh)
+
+    def write_bytes(self, name: str, data: bytes) -> str:
+        """Write an artifact (before the commit; a crashed attempt's file is overwritten)."""
+        fs, path = self._fs_path(name)
+        fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        with fs.open(path, "wb") as fh:
+            fh.write(data)
+        return self.path_of(name)
+
+    def write_table(self, name: str, frame: pd.DataFrame, schema: pa.Schema | None = None) -> str:
+        table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+        sink = io.BytesIO()
+        pq.write_table(table, sink)
+        return self.write_bytes(name, sink.getvalue())
+
+    def read_table(self, name: str) -> pd.DataFrame:
+        fs, path = self._fs_path(name)
+        with fs.open(path, "rb") as fh:
+            return pq.read_table(fh).to_pandas()
+
+    def commit(self, manifest: dict) -> bool:
+        """Write the manifest create-only. Returns False when another attempt committed first."""
+        data = (json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n").encode()
+        try:
+            write_bytes_exclusive(self.path_of(MANIFEST), data, storage_options=self.storage_options)
+        except AlreadyExists:
+            return False
+        return True

@@ -1,0 +1,42 @@
+"""The Dask cluster a run computes on: a local one by default, any scheduler by address."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+from distributed import Client, LocalCluster
+
+from ..errors import InputError
+
+__all__ = ["dask_client"]
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> Iterator[Client]:
+    """Yield a ``distributed.Client``.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running scheduler (``tcp://host:8786``). Without one, a local cluster of
+        one single-threaded worker process per core is started and closed afterwards
+        (single-threaded because the kernels are NumPy loops that hold the GIL between calls).
+    workers : int, optional
+        Number of local workers (default: the number of cores, at most 4).
+    """
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            raise InputError(
+                f"Could not reach the Dask scheduler at {scheduler!r} ({exc}). "
+                "Check the address, or leave --scheduler out to use a local cluster."
+            ) from None
+        with client:
+            yield client
+        return
+    n = workers or max(1, min(4, os.cpu_count() or 1))
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client

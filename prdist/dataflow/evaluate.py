@@ -1,0 +1,244 @@
+"""One evaluation of a ranked resource, as steps that the flow wires together.
+
+open -> plan -> extract the planned items -> labels -> estimate -> (bands) -> write. Each step is
+a plain function of plain inputs; the Prefect flow in ``flows/evaluate_release.py`` only calls
+them in order, and tests call them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import derived
+from .._validation import check_choice, check_float, check_int
+from ..bounds import paula_bounds
+from ..errors import ParameterError
+from ..plan import plan_paula
+from ..sampling import estimate_random, estimate_stratified, plan_random, plan_stratified
+from .artifacts import run_id
+from .labels import LabelLookup, lookup_labels, normalise_keys
+from .storage import join_url
+
+__all__ = [
+    "EvaluationParams",
+    "Estimate",
+    "PlannedRanks",
+    "estimate",
+    "make_plan",
+    "plan_table",
+    "resolve_labels",
+]
+
+METHODS = ("paula", "random", "stratified")
+
+
+@dataclass(frozen=True)
+class EvaluationParams:
+    """Everything that decides the numbers of an evaluation (and so its run id).
+
+    Parameters
+    ----------
+    method : {"paula", "random", "stratified"}
+    eps, window, r_tilde : PAULA / stratified grid parameters.
+    confidence : float in (0, 1) or None
+        PAULA bounds that hold with this probability under label noise; None for the paper's
+        deterministic bounds.
+    sample_size : int, optional
+        Labels for the random method (default: as many as the PAULA plan, for a fair comparison).
+    delta : float
+        One minus the confidence of sampling intervals and bands.
+    seed : int
+        Seed of every random draw of the run.
+    oracle_column : str, optional
+        Simulation mode: labels come from this column of the resource.
+    bands : bool
+        Also draw a uniform random arm of ``band_sample`` items and compute bootstrap bands.
+    targets : tuple of float
+        Precision targets for the deepest guaranteed cut-offs.
+    """
+
+    method: str = "paula"
+    eps: float = 0.03
+    window: int = 100
+    r_tilde: int | None = None
+    confidence: float | None = None
+    sample_size: int | None = None
+    delta: float = 0.05
+    seed: int = 0
+    oracle_column: str | None = None
+    bands: bool = False
+    band_sample: int = 2000
+    replicates: int = 1000
+    targets: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7)
+
+    def __post_init__(self):
+        owner = "EvaluationParams"
+        check_choice(self.method, name="method", owner=owner, choices=METHODS)
+        check_float(self.eps, name="eps", owner=owner, low=0.0, high=1.0, low_open=True)
+        check_int(self.window, name="window", owner=owner, low=1)
+        if self.r_tilde is not None:
+            check_int(self.r_tilde, name="r_tilde", owner=owner, low=1)
+        if self.confidence is not None:
+            check_float(self.confidence, name="confidence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        if self.sample_size is not None:
+            check_int(self.sample_size, name="sample_size", owner=owner, low=1)
+        check_float(self.delta, name="delta", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_int(self.seed, name="seed", owner=owner, low=0)
+        check_int(self.band_sample, name="band_sample", owner=owner, low=10)
+        check_int(self.replicates, name="replicates", owner=owner, low=10)
+        for t in self.targets:
+            check_float(t, name="targets", owner=owner, low=0.0, high=1.0, low_open=True)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["targets"] = list(self.targets)
+        return d
+
+
+def run_key(params: EvaluationParams) -> str:
+    """A stable id of the parameters (part of run ids and cache keys)."""
+    return run_id(params.to_dict())
+
+
+def staging_url(out: str, resource, params: EvaluationParams) -> str:
+    """Where the extracted planned items of (resource, params) are kept between attempts."""
+    return join_url(out, "_staging", f"{resource.fingerprint[:20]}-{run_key(params)}.parquet")
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedRanks:
+    """The ranks a method wants labeled, with the role of each (for plan.parquet)."""
+
+    method: str
+    plan: object
+    ranks: np.ndarray
+    role: np.ndarray
+    grid_index: np.ndarray
+
+
+def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
+    """Plan the annotations of ``params.method`` for a resource of ``n`` items."""
+    paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
+    if params.method == "paula":
+        role, grid_index = paula.roles()
+        return PlannedRanks("paula", paula, paula.ranks, role, grid_index)
+    if params.method == "random":
+        size = min(n, params.sample_size or paula.size)
+        plan = plan_random(n, size=size, seed=params.seed)
+        return PlannedRanks("random", plan, plan.ranks, np.full(plan.size, "random"), np.full(plan.size, -1, np.int32))
+    plan = plan_stratified(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde, delta=params.delta, seed=params.seed)
+    role, grid_index = plan.roles()
+    return PlannedRanks("stratified", plan, plan.ranks, role, grid_index)
+
+
+def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
+    """The uniform random arm that feeds the bootstrap bands (its own seed stream)."""
+    seed = np.random.SeedSequence([params.seed, 0xBA7D5])
+    return plan_random(n, size=min(n, params.band_sample), seed=seed).ranks
+
+
+@dataclass(frozen=True, eq=False)
+class LabelResolution:
+    labels: np.ndarray  # float64 aligned with the items; NaN = unknown
+    from_oracle: int
+    from_store: int
+    relabeled: int
+
+    @property
+    def unknown(self) -> int:
+        return int(np.isnan(self.labels).sum())
+
+    def to_dict(self) -> dict:
+        known = self.labels[~np.isnan(self.labels)]
+        return {
+            "annotations": int(self.labels.size),
+            "labeled": int(known.size),
+            "unknown": self.unknown,
+            "positives": int(known.sum()),
+            "from_oracle": self.from_oracle,
+            "from_store": self.from_store,
+            "relabeled_in_store": self.relabeled,
+        }
+
+
+def resolve_labels(items: pd.DataFrame, *, key: str = "key", oracle_column: str | None = None, store: str | None = None, storage_options=None) -> LabelResolution:
+    """Labels of the extracted items: the oracle column in simulations, else the label store."""
+    if oracle_column is not None:
+        if oracle_column not in items.columns:
+            raise ParameterError(
+                f"The oracle column {oracle_column!r} is not in the resource (columns: {sorted(items.columns)}). "
+                "Name the column that holds the 0/1 truth."
+            )
+        values = pd.to_numeric(items[oracle_column], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isnan(values) & (values != 0) & (values != 1)
+        if bad.any():
+            raise ParameterError(f"The oracle column {oracle_column!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
+        return LabelResolution(values, from_oracle=int((~np.isnan(values)).sum()), from_store=0, relabeled=0)
+    lookup: LabelLookup = lookup_labels(store, items[key], storage_options=storage_options)
+    values = lookup.labels.reindex(normalise_keys(items[key])).to_numpy(dtype=np.float64)
+    return LabelResolution(values, from_oracle=0, from_store=int((~np.isnan(values)).sum()), relabeled=lookup.relabeled)
+
+
+@dataclass(frozen=True, eq=False)
+class Estimate:
+    """The estimate of one run: the bounds table and what is derived from it."""
+
+    bounds: pd.DataFrame  # rank, precision_lower, precision_upper, yield_lower, yield_upper
+    cutoff_ranks: dict  # target -> deepest rank with guaranteed precision (0: none)
+    average_precision: tuple[float, float] | None
+    diagnostics: dict
+    paula: object | None = field(default=None)  # PaulaBounds for the paula method
+
+
+def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams) -> Estimate:
+    """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items."""
+    if planned.method == "paula":
+        kwargs = {} if params.confidence is None else {"confidence": params.confidence}
+        b = paula_bounds(planned.plan, labels, **kwargs)
+        cutoffs = {t: derived.deepest_rank(b, t) for t in params.targets}
+        return Estimate(b.table(), cutoffs, derived.average_precision_bounds(b), b.diagnostics.to_dict(), b)
+    plan = planned.plan
+    if planned.method == "random":
+        ranks = _evaluation_ranks(plan.n, params)
+        est = estimate_random(plan, labels, ranks=ranks, delta=params.delta)
+        lower, upper = est.lower, est.upper
+        diagnostics = {"method": "random", "pointwise_confidence": 1 - params.delta}
+    else:
+        est = estimate_stratified(plan, labels, delta=params.delta)
+        ranks, lower, upper = est.grid, est.grid_lower, est.grid_upper
+        diagnostics = {"method": "stratified", "simultaneous_confidence": 1 - params.delta}
+    table = pd.DataFrame(
+        {
+            "rank": np.asarray(ranks, dtype=np.int64),
+            "precision_lower": lower,
+            "precision_upper": upper,
+            "yield_lower": lower * ranks,
+            "yield_upper": upper * ranks,
+        }
+    )
+    return Estimate(table, {}, None, diagnostics)
+
+
+def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
+    """Ranks to report sampling estimates at: the PAULA grid (comparable tables) plus n."""
+    paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
+    prefix = np.unique(np.geomspace(1, paula.prefix_end, num=min(paula.prefix_end, 64)).astype(np.int64))
+    return np.unique(np.concatenate((prefix, paula.grid, [n])))
+
+
+def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, *, key: str = "key", score: str = "score") -> pd.DataFrame:
+    """The rows of plan.parquet: rank, key, score, role, grid_index, label."""
+    return pd.DataFrame(
+        {
+            "rank": planned.ranks.astype(np.int64),
+            "key": items[key].to_numpy(),
+            "score": items[score].to_numpy(dtype=np.float64),
+            "role": planned.role.astype(str),
+            "grid_index": pd.array(np.where(planned.grid_index >= 0, planned.grid_index, None), dtype="Int32"),
+            "label": labels.astype(np.float64),
+        }
+    )
+

@@ -1,0 +1,173 @@
+"""The I/O steps of an evaluation run: open the resource, extract the planned items, write the run.
+
+Each is one function the flow calls as one task. The numbers come from ``evaluate.py`` and the
+core; this module only moves data between storage and them.
+"""
+
+from __future__ import annotations
+
+import io
+import platform
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..report import render_report
+from . import evaluate as ev
+from .artifacts import RunDirectory, run_id
+from .labels import export_annotation_task
+from .resource import Resource, extract_ranks, open_resource
+from .select import select_ranks
+from .storage import filesystem
+
+__all__ = ["RunOutcome", "extract_items", "open_for_run", "read_items", "summary_markdown", "write_run"]
+
+
+def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score") -> Resource:
+    """Open and validate the resource (schema, row counts and fingerprint from metadata)."""
+    return open_resource(url, storage_options=storage_options, key=key, score=score)
+
+
+def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str, params: ev.EvaluationParams) -> str:
+    """Find the items at ``ranks`` and stage them as Parquet; return the staged file's URL.
+
+    Sorted input is read row group by row group, only where the ranks are; unsorted input is
+    searched without a global sort. Staging keeps the result of this expensive pass so that a
+    rerun (after a crash, or once labels arrive) does not repeat it.
+    """
+    started = time.perf_counter()
+    if resource.is_sorted_claim():
+        items = extract_ranks(resource, ranks, client=client)
+    else:
+        items = select_ranks(resource, ranks, client=client)
+    items = items.sort_values("rank", kind="stable").reset_index(drop=True)
+    if not np.array_equal(items["rank"].to_numpy(), np.asarray(ranks)):
+        raise RuntimeError("extraction returned other ranks than were planned")  # an internal bug, not bad input
+    table = pa.Table.from_pandas(items, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[b"prdist.extract_seconds"] = f"{time.perf_counter() - started:.3f}".encode()
+    meta[b"prdist.bytes_read"] = str(int(items.attrs.get("bytes_read", 0))).encode()
+    table = table.replace_schema_metadata(meta)
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    fs, path = filesystem(staging, resource.storage_options)
+    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    with fs.open(path, "wb") as fh:
+        fh.write(sink.getvalue())
+    return staging
+
+
+def read_items(url: str, resource: Resource) -> pd.DataFrame:
+    fs, path = filesystem(url, resource.storage_options)
+    with fs.open(path, "rb") as fh:
+        table = pq.read_table(fh)
+    frame = table.to_pandas()
+    meta = table.schema.metadata or {}
+    frame.attrs["bytes_read"] = int(meta.get(b"prdist.bytes_read", b"0"))
+    frame.attrs["extract_seconds"] = float(meta.get(b"prdist.extract_seconds", b"0"))
+    return frame
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where a run landed and what it says."""
+
+    url: str
+    manifest: dict
+    missing: int
+    task: str | None = None
+    reused: bool = False
+    cutoffs: dict = field(default_factory=dict)
+
+
+def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None) -> RunOutcome:
+    """Write plan, bounds, (bands), report and, last, the manifest of one run."""
+    key_col, score_col = resource.key, resource.score
+    labels_fp = run_id(np.nan_to_num(resolution.labels, nan=-1).astype(np.int8).tobytes().hex())
+    run = RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
+    if run.is_committed():
+        manifest = run.read_manifest()
+        return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+
+    plan_frame = ev.plan_table(planned, items, resolution.labels, key=key_col, score=score_col)
+    run.write_table("plan.parquet", plan_frame)
+    run.write_table("bounds.parquet", estimate.bounds)
+    if bands is not None:
+        run.write_table("bands.parquet", bands)
+    cutoffs = _cutoff_table(estimate, items, planned, score_col)
+    missing = resolution.unknown
+    task_url = None
+    if missing:
+        unknown = np.isnan(resolution.labels)
+        export = items.loc[unknown].drop(columns=[params.oracle_column] if params.oracle_column else [], errors="ignore")
+        task_url, _ = export_annotation_task(export, run.url, storage_options=resource.storage_options)
+    manifest = {
+        "status": "complete",
+        "awaiting_labels": bool(missing),
+        "run_id": run.run_id,
+        "params": params.to_dict(),
+        "n": resource.n,
+        "counts": resolution.to_dict(),
+        "input": {"url": resource.display_url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": int(items.attrs.get("bytes_read", 0))},
+        "diagnostics": estimate.diagnostics,
+        "average_precision": list(estimate.average_precision) if estimate.average_precision else None,
+        "cutoffs": cutoffs.to_dict(orient="records"),
+        "annotation_task": task_url,
+        "versions": {"prdist": __version__, "python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__, "pyarrow": pa.__version__},
+        "timings": {"extract_seconds": float(items.attrs.get("extract_seconds", 0.0))},
+    }
+    html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs)
+    run.write_bytes("report.html", html.encode("utf-8"))
+    committed = run.commit(manifest)
+    if not committed:  # a concurrent attempt of the same run committed first: its result stands
+        manifest = run.read_manifest()
+    return RunOutcome(run.url, manifest, missing, task_url, reused=not committed, cutoffs=dict(estimate.cutoff_ranks))
+
+
+def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.PlannedRanks, score: str) -> pd.DataFrame:
+    """Deepest guaranteed cut-off per target.
+
+    ``score`` is that of the deepest planned item at or above the cut-off rank: keeping the items
+    scored at least that high keeps the guarantee (ties aside), without another pass over the
+    resource.
+    """
+    rows = []
+    scores = items[score].to_numpy(dtype=np.float64)
+    for target, rank in sorted(estimate.cutoff_ranks.items(), reverse=True):
+        pos = np.searchsorted(planned.ranks, rank, side="right") - 1
+        rows.append({"target": float(target), "rank": int(rank), "score": float(scores[pos]) if rank > 0 else float("nan")})
+    return pd.DataFrame(rows, columns=["target", "rank", "score"])
+
+
+def summary_markdown(outcome: RunOutcome) -> str:
+    """The Prefect artifact: what a reader of the flow run wants at a glance."""
+    m = outcome.manifest
+    c = m["counts"]
+    lines = [
+        "# prdist evaluation",
+        "",
+        f"- resource: `{m['input']['url']}` ({m['n']:,} items)",
+        f"- method: {m['params']['method']}, eps={m['params']['eps']}, window={m['params']['window']}",
+        f"- labels: {c['labeled']:,} of {c['annotations']:,} planned ({c['unknown']:,} missing)",
+        f"- run directory: `{outcome.url}` (report: `{outcome.url}/report.html`)",
+        "",
+        "| precision target | deepest guaranteed rank | score |",
+        "|---|---|---|",
+    ]
+    for row in m.get("cutoffs", []):
+        lines.append(f"| {row['target']:.2f} | {row['rank']:,} | {row['score']:.6g} |")
+    d = m.get("diagnostics", {})
+    if "assumptions_plausible" in d:
+        verdict = "no evidence against the monotonicity assumptions" if d["assumptions_plausible"] else (
+            f"evidence against monotonicity: {d.get('monotonicity_violations', 0)} rises of the local precision, "
+            f"{d.get('contradictions', 0)} contradictions"
+        )
+        lines += ["", f"Diagnostics: {verdict}."]
+    if outcome.missing:
+        lines += ["", f"**Awaiting labels**: {outcome.missing:,} items, task at `{outcome.task}`."]
+    return "\n".join(lines)
