@@ -2,7 +2,41 @@
 
 from .bounds import PaulaBounds, paula_bounds, precision_function
 from .plan import PaulaPlan, plan_paula
+from .sampling import (
+    RandomEstimate,
+    RandomPlan,
+    StratifiedBudget,
+    StratifiedEstimate,
+    StratifiedPlan,
+    estimate_random,
+    estimate_stratified,
+    plan_random,
+    plan_stratified,
+    point_estimate_budget,
+    random_sampling_budget,
+    random_sampling_reliable_from,
+    stratified_budget,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["PaulaBounds", "PaulaPlan", "paula_bounds", "plan_paula", "precision_function"]
+__all__ = [
+    "PaulaBounds",
+    "PaulaPlan",
+    "RandomEstimate",
+    "RandomPlan",
+    "StratifiedBudget",
+    "StratifiedEstimate",
+    "StratifiedPlan",
+    "estimate_random",
+    "estimate_stratified",
+    "paula_bounds",
+    "plan_paula",
+    "plan_random",
+    "plan_stratified",
+    "point_estimate_budget",
+    "precision_function",
+    "random_sampling_budget",
+    "random_sampling_reliable_from",
+    "stratified_budget",
+]

@@ -52,7 +52,8 @@ def check_float(
     else:
         lo_s = "-inf" if low is None else f"{low:g}"
         hi_s = "inf" if high is None else f"{high:g}"
-        expectation = f"a float in {lo_b}{lo_s}, {hi_s}{hi_b}"
+        # An unbounded end is always open: "(0, inf)", never "(0, inf]".
+        expectation = f"a float in {'(' if low is None else lo_b}{lo_s}, {hi_s}{')' if high is None else hi_b}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _fail(name, owner, expectation, value)
     x = float(value)

@@ -29,6 +29,354 @@ def _print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+def _add_budget(sub) -> None:
+    parser = sub.add_parser(
+        "budget",
+        help="how many labels PAULA and the sampling baselines need",
+        description=(
+            "Print the size of the PAULA annotation plan for a resource of N items and, for the "
+            "same guaranteed approximation factor, the labels uniform random sampling (PAULA "
+            "paper Eq. 5) and logarithmic stratified sampling (Theorem 2) would need. Nothing is "
+            "read or written."
+        ),
+    )
+    add = parser.add_argument
+    add("--n", type=int, required=True, metavar="N", help="number of items in the resource")
+    add("--eps", type=float, default=0.03, metavar="E", help="grid spacing in (0, 1] (default 0.03)")
+    add("--window", type=int, default=100, metavar="D", help="local-precision window (default 100)")
+    add(
+        "--r-tilde", dest="r_tilde", type=int, default=None, metavar="R",
+        help="rank beyond which precision is assumed monotone (default ceil((D+2)/E))",
+    )  # fmt: skip
+    add(
+        "--alpha", type=float, default=None, metavar="A",
+        help="relative error of random sampling (default: PAULA's factor - 1, the same guarantee)",
+    )  # fmt: skip
+    add(
+        "--p-min", dest="p_min", type=float, default=0.5, metavar="P",
+        help="assumed minimum precision, for the sampling baselines (default 0.5)",
+    )  # fmt: skip
+    add(
+        "--delta", type=float, default=0.05, metavar="D",
+        help="failure probability of the sampling baselines (default 0.05)",
+    )  # fmt: skip
+    add("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.set_defaults(handler=_cmd_budget)
+
+
+def _cmd_budget(args) -> int:
+    # Imported here so that other sub-commands do not pay for SciPy at start-up.
+    import math
+
+    from ._validation import check_float, check_int
+    from .plan import plan_paula
+    from .sampling import random_sampling_budget, random_sampling_reliable_from, stratified_budget
+
+    # Checked under the option names, so that a message names what the user typed.
+    owner = "prdist budget"
+    unit = dict(low=0.0, high=1.0, low_open=True)
+    n = check_int(args.n, name="--n", owner=owner, low=1)
+    check_float(args.eps, name="--eps", owner=owner, **unit)
+    window = check_int(args.window, name="--window", owner=owner, low=1)
+    if args.r_tilde is not None:
+        check_int(args.r_tilde, name="--r-tilde", owner=owner, low=1)
+    if args.alpha is not None:
+        check_float(args.alpha, name="--alpha", owner=owner, low=0.0, low_open=True)
+    p_min = check_float(args.p_min, name="--p-min", owner=owner, **unit)
+    delta = check_float(args.delta, name="--delta", owner=owner, high_open=True, **unit)
+
+    plan = plan_paula(n, eps=args.eps, window=window, r_tilde=args.r_tilde)
+    notes = list(plan.notes)
+    finite = math.isfinite(plan.factor)
+    alpha = args.alpha if args.alpha is not None else (plan.factor - 1.0 if finite else None)
+    random_annotations = reliable_from = stratified = None
+    if alpha is not None:
+        random_annotations = random_sampling_budget(n, alpha=alpha, p=p_min, delta=delta)
+        if not plan.exhaustive:
+            reliable_from = random_sampling_reliable_from(
+                n, size=plan.size, alpha=alpha, p=p_min, delta=delta
+            )
+    if plan.exhaustive:
+        notes.append(f"n <= g_l = {plan.g_l}: every item is labeled and the precision is exact.")
+    if finite:
+        stratified = stratified_budget(
+            n, eps=args.eps, window=window, r_tilde=args.r_tilde, delta=delta, p_min=p_min
+        )
+    else:
+        notes.append(
+            f"gamma is infinite (m={plan.m} <= 0): there is no finite guarantee for the sampling "
+            "baselines to match" + ("." if alpha is None else "; random sampling uses --alpha.")
+        )
+    result = {
+        "n": n,
+        "eps": plan.eps,
+        "window": window,
+        "r_tilde": plan.r_tilde,
+        "l": plan.l,
+        "L": plan.L,
+        "g_l": plan.g_l,
+        "m": plan.m,
+        "gamma": plan.gamma if finite else None,  # JSON has no Infinity
+        "factor": plan.factor if finite else None,
+        "annotations": plan.size,
+        "alpha": alpha,
+        "p_min": p_min,
+        "delta": delta,
+        "random_sampling_annotations": random_annotations,
+        "random_sampling_reliable_from": reliable_from,
+        "stratified_annotations": None if stratified is None else stratified.annotations,
+        "stratified_samples_per_point": None if stratified is None else stratified.samples_per_point,
+        "stratified_expected_distinct": (
+            None if stratified is None else round(stratified.expected_distinct, 1)
+        ),
+        "precondition_met": plan.precondition_met,
+        "notes": notes,
+    }
+    if args.json:
+        _print_json(result)
+        return EXIT_OK
+
+    def text(key, fmt="{}"):
+        return "n/a" if result[key] is None else fmt.format(result[key])
+
+    baseline = f"p_min {p_min:g}, delta {delta:g}"
+    rows = [
+        ("r_tilde", text("r_tilde"), "rank beyond which precision is assumed monotone"),
+        ("l, L", f"{plan.l}, {plan.L}", "first and last grid index; g_j = ceil((1+eps)^j)"),
+        ("g_l", text("g_l"), "ranks 1..g_l are all labeled"),
+        ("m", text("m"), "monotonicity spacing, floor(eps (1+eps)^l - 1)"),
+        ("gamma", text("gamma", "{:.4f}"), "PAULA's factor at grid points, 1 + eps + (2+eps)/m"),
+        ("factor", text("factor", "{:.4f}"), "guaranteed approximation at every rank, gamma (1+eps)"),
+        ("annotations", text("annotations"), "PAULA: g_l + window (L - l) chosen ranks"),
+        (
+            "random_sampling_annotations",
+            text("random_sampling_annotations"),
+            f"uniform sampling, paper Eq. 5 (alpha {text('alpha', '{:.4g}')}, {baseline})",
+        ),
+        (
+            "random_sampling_reliable_from",
+            text("random_sampling_reliable_from"),
+            "first rank a uniform sample of PAULA's size covers (Eq. 4; above n: none)",
+        ),
+        (
+            "stratified_annotations",
+            text("stratified_annotations"),
+            f"stratified sampling, Theorem 2 (beta = gamma, {baseline})",
+        ),
+        (
+            "stratified_expected_distinct",
+            text("stratified_expected_distinct", "{:.0f}"),
+            "expected distinct ranks a stratified plan labels",
+        ),
+    ]
+    name_width = max(len(name) for name, _, _ in rows)
+    value_width = max(len(value) for _, value, _ in rows)
+    print(f"prdist budget: n = {n:,}, eps = {plan.eps:g}, window = {window}")
+    for name, value, meaning in rows:
+        print(f"  {name:<{name_width}}  {value:>{value_width}}  {meaning}")
+    print(f"precondition met: {'yes' if plan.precondition_met else 'no'}")
+    for note in notes:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
+# Model options of `prdist synth` when none are given: the cases of Hughes-Oliver's paper.
+_SYNTH_DEFAULTS = {
+    "binormal": ("0,1", "1,1"),
+    "bilognormal": ("0,1", "1,1"),
+    "bibeta": ("2,5", "5,2"),  # Case C
+    "uniform": ("0,1", "0.5,1.5"),  # Case D
+    "discrete": ("0.05,0.1,0.15,0.2,0.25,0.3,0.4,0.5,0.6,0.7", "0.2,0.35,0.5,0.75,0.9"),  # Case F
+}
+
+
+def _add_synth(sub) -> None:
+    parser = sub.add_parser(
+        "synth",
+        help="write a synthetic resource with known precision",
+        description=(
+            "Write N i.i.d. items (key, score, label) of a population score model as a Parquet "
+            "dataset, in rank order (sorted, without a sort) or in random order, in parallel with "
+            "Dask. The model is recorded in the files' metadata, so the resource carries its "
+            "exact precision curve. Prints the dataset URL on the last line."
+        ),
+    )
+    add = parser.add_argument
+    add("--model", choices=sorted(_SYNTH_DEFAULTS), default="binormal", help="score model (default binormal)")
+    add(
+        "--neg", default=None, metavar="A,B",
+        help="negative-class parameters: mean,sd (binormal, bilognormal: of log score), a,b "
+             "(bibeta), low,high (uniform), or a list of score values (discrete); default: "
+             "0,1 / 0,1 / 2,5 / 0,1 / Hughes-Oliver's Case F",
+    )  # fmt: skip
+    add("--pos", default=None, metavar="A,B", help="positive-class parameters, as --neg (default 1,1 / 1,1 / 5,2 / 0.5,1.5 / Case F)")
+    add(
+        "--bump", default=None, metavar="MU,SD,W",
+        help="move a share W of the positives into a normal bump N(MU, SD^2): a model whose "
+             "precision is not monotone in rank (continuous models only)",
+    )  # fmt: skip
+    add("--prevalence", type=float, default=0.5, metavar="P", help="share of positives in (0, 1) (default 0.5)")
+    add("--n", type=int, required=True, metavar="N", help="number of items")
+    add("--partitions", type=int, default=None, metavar="K", help="number of Parquet files (default: one per 2^22 items)")
+    add("--order", choices=("sorted", "shuffled"), default="sorted", help="row order (default sorted)")
+    add("--seed", type=int, required=True, metavar="S", help="master seed (same seed, same resource)")
+    add("--out", required=True, metavar="URL", help="destination path or fsspec URL (s3://...); must not exist")
+    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for --out, as a JSON object")
+    add("--scheduler", default=None, metavar="ADDR", help="address of a Dask scheduler (default: local threads)")
+    parser.set_defaults(handler=_cmd_synth)
+
+
+def _parse_numbers(text: str, *, option: str, model: str, count: int | None, example: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = None
+    if values is None or (count is not None and len(values) != count):
+        shape = f"{count} comma-separated numbers" if count else "comma-separated numbers"
+        raise InputError(f"{option} for --model {model} must be {shape}, e.g. {example!r}. Got {text!r}.")
+    return values
+
+
+def _json_object_option(text: str | None, *, option: str) -> dict | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise InputError(f"{option} must be a JSON object, e.g. '{{\"anon\": false}}'. Got {text!r}.")
+    return value
+
+
+def _cmd_synth(args) -> int:
+    from . import population
+    from ._validation import check_int
+    from .dataflow.synth import write_synthetic
+
+    owner = "prdist synth"
+    n = check_int(args.n, name="--n", owner=owner, low=1)
+    if args.partitions is not None:
+        check_int(args.partitions, name="--partitions", owner=owner, low=1, high=n)
+    check_int(args.seed, name="--seed", owner=owner, low=0)
+    storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    default_neg, default_pos = _SYNTH_DEFAULTS[args.model]
+    count = None if args.model == "discrete" else 2
+    neg = _parse_numbers(args.neg or default_neg, option="--neg", model=args.model, count=count, example=default_neg)
+    pos = _parse_numbers(args.pos or default_pos, option="--pos", model=args.model, count=count, example=default_pos)
+    model = getattr(population, args.model)(neg=neg, pos=pos, prevalence=args.prevalence)
+    if args.bump is not None:
+        if args.model == "discrete":
+            raise InputError("--bump needs a continuous model; drop it or choose --model binormal, bibeta, ...")
+        bump = _parse_numbers(args.bump, option="--bump", model=args.model, count=3, example="-2,0.3,0.2")
+        model = population.bumped(model, bump=bump)
+
+    client = None
+    if args.scheduler is not None:
+        from distributed import Client
+
+        try:
+            client = Client(args.scheduler, timeout="10s")
+        except OSError as exc:
+            raise InputError(
+                f"Cannot reach the Dask scheduler at {args.scheduler!r} ({exc}). Check --scheduler."
+            ) from None
+    try:
+        resource = write_synthetic(
+            model, n=n, out=args.out, partitions=args.partitions, order=args.order, seed=args.seed,
+            storage_options=storage_options, client=client,
+        )  # fmt: skip
+    finally:
+        if client is not None:
+            client.close()
+    files = resource.partitions
+    print(f"prdist synth: {resource.n:,} items of {model!r}, {resource.order}, {files} file(s)")
+    print(resource.url)
+    return EXIT_OK
+
+
+def _add_run(sub) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="evaluate a ranked resource (the demo without --resource)",
+        description=(
+            "Evaluate a ranked Parquet resource: plan the labels (PAULA, random or stratified), "
+            "find the planned items without sorting, take their labels from the label store (or "
+            "an oracle column in simulations), bound the precision at every rank, and write one "
+            "run directory (plan, bounds, report, manifest written last) under --out. Prints the "
+            "run directory on the last line. Exit 3 when planned labels are missing: the run is "
+            "complete with conservative bounds and lists the items to annotate. Without "
+            "--resource, a synthetic resource with known truth is built first (the demo)."
+        ),
+    )
+    add = parser.add_argument
+    add("--resource", default=None, metavar="URL", help="Parquet dataset (path, file://, s3://, any fsspec URL)")
+    add("--out", default="prdist-runs", metavar="URL", help="root of the run directories (default ./prdist-runs)")
+    add("--method", choices=("paula", "random", "stratified"), default="paula", help="annotation plan (default paula)")
+    add("--eps", type=float, default=0.03, metavar="E", help="grid spacing eps in (0, 1] (default 0.03)")
+    add("--window", type=int, default=100, metavar="D", help="local-precision window (default 100)")
+    add("--r-tilde", dest="r_tilde", type=int, default=None, metavar="R", help="fully labeled prefix target (default ceil((D+2)/E))")
+    add("--confidence", default=None, metavar="C|none", help="bounds that hold with probability C under label noise; 'none' for the paper's deterministic bounds")
+    add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
+    add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
+    add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
+    add("--seed", type=int, default=0, metavar="S", help="seed of every random draw (default 0)")
+    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
+    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for --resource/--out/--labels, as a JSON object")
+    add("--key", default="key", metavar="COL", help="key column (default key)")
+    add("--score", default="score", metavar="COL", help="score column (default score)")
+    add("--demo-n", dest="demo_n", type=int, default=2_000_000, metavar="N", help="items of the demo's synthetic resource (default 2,000,000)")
+    parser.set_defaults(handler=_cmd_run)
+
+
+def _confidence_option(text):
+    if text is None or str(text).lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise InputError(f"--confidence must be a number in (0, 1) such as 0.95, or 'none'. Got {text!r}.")
+    return value
+
+
+def _cmd_run(args) -> int:
+    from flows.evaluate_release import evaluate_release
+
+    storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    resource, oracle = args.resource, args.oracle_column
+    if resource is None:
+        resource, oracle = _demo_resource(args, storage_options), oracle or "label"
+    state = evaluate_release(
+        resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
+        r_tilde=args.r_tilde, confidence=_confidence_option(args.confidence), labels=args.labels,
+        oracle_column=oracle, bands=args.bands, seed=args.seed, scheduler=args.scheduler,
+        storage_options=storage_options, key=args.key, score=args.score, return_state=True,
+    )  # fmt: skip
+    url = state.result()  # re-raises the flow's error, typed
+    print(url)
+    if state.name == "AwaitingLabels":
+        print(f"prdist: {state.message}", file=sys.stderr)
+        return EXIT_AWAITING_LABELS
+    return EXIT_OK
+
+
+def _demo_resource(args, storage_options) -> str:
+    """The demo's synthetic resource: binormal scores, 30 % positives, sorted (reused if present)."""
+    from flows.synth import synthesize_resource
+
+    from . import population
+    from .dataflow.storage import filesystem, join_url
+
+    url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}")
+    fs, path = filesystem(url, storage_options)
+    if fs.exists(path):
+        return url
+    model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
+    return synthesize_resource(model, args.demo_n, url, order="sorted", seed=args.seed, storage_options=storage_options, scheduler=args.scheduler)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="prdist",
@@ -41,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     # Sub-commands register themselves here, one add_* call each.
+    _add_budget(sub)
+    _add_synth(sub)
+    _add_run(sub)
     return parser
 
 
@@ -61,6 +412,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("prdist: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+    except BrokenPipeError:
+        # The reader went away (`prdist budget | head`): not a failure of ours.
+        sys.stderr.close()
+        return EXIT_OK
     except Exception as exc:  # the last resort: one line, traceback on request
         if debug:
             traceback.print_exc()
