@@ -50,8 +50,9 @@ def precision_yield_region(bounds, ranks=None) -> pd.DataFrame:
 def pr_region(bounds, ranks=None) -> pd.DataFrame:
     """The region that holds the PR curve: recall = y(r)/y(n) and precision = y(r)/r bounded.
 
-    recall(r) >= y_lo(r)/y_hi(n) and <= min(1, y_hi(r)/y_lo(n)); these are also the tightest
-    bounds given only the two yield intervals, since recall = a/(a + b) with b = y(n) - y(r) >= 0.
+    recall = a/(a + b) with a = y(r) and b = y(n) - y(r), where 0 <= b <= n - r and
+    a + b lies in [y_lo(n), y_hi(n)]; recall rises with a and falls with b, so
+    recall(r) >= y_lo(r)/min(y_hi(n), y_lo(r) + n - r) and <= min(1, y_hi(r)/y_lo(n)).
 
     Returns
     -------
@@ -61,7 +62,7 @@ def pr_region(bounds, ranks=None) -> pd.DataFrame:
     ylo, yhi = bounds.yield_lower(r), bounds.yield_upper(r)
     total_lo, total_hi = _total_yield(bounds)
     with np.errstate(divide="ignore", invalid="ignore"):
-        recall_lo = np.where(total_hi > 0, ylo / total_hi, 0.0)
+        recall_lo = np.where(ylo > 0, ylo / np.minimum(total_hi, ylo + (bounds.n - r)), 0.0)
         recall_hi = np.where(total_lo > 0, np.minimum(1.0, yhi / total_lo), 1.0)
     return pd.DataFrame(
         {
