@@ -62,7 +62,8 @@ def pr_region(bounds, ranks=None) -> pd.DataFrame:
     ylo, yhi = bounds.yield_lower(r), bounds.yield_upper(r)
     total_lo, total_hi = _total_yield(bounds)
     with np.errstate(divide="ignore", invalid="ignore"):
-        recall_lo = np.where(ylo > 0, ylo / np.minimum(total_hi, ylo + (bounds.n - r)), 0.0)
+        denominator = np.minimum(total_hi, ylo + (bounds.n - r))
+        recall_lo = np.where(denominator > 0, np.clip(ylo / denominator, 0.0, 1.0), 0.0)
         recall_hi = np.where(total_lo > 0, np.minimum(1.0, yhi / total_lo), 1.0)
     return pd.DataFrame(
         {
