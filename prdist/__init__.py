@@ -1,6 +1,8 @@
 """prdist: guaranteed bounds and confidence bands on the precision of massive ranked resources."""
 
+from . import population
 from .bounds import PaulaBounds, paula_bounds, precision_function
+from .curves import EmpiricalPR, TiedScoresWarning, empirical_pr, exact_pr_points
 from .plan import PaulaPlan, plan_paula
 from .sampling import (
     RandomEstimate,
@@ -21,6 +23,11 @@ from .sampling import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "EmpiricalPR",
+    "TiedScoresWarning",
+    "empirical_pr",
+    "exact_pr_points",
+    "population",
     "PaulaBounds",
     "PaulaPlan",
     "RandomEstimate",
