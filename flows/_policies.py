@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from prefect.cache_policies import NO_CACHE
+
 from prdist.errors import PrdistError
 
 
@@ -16,4 +18,9 @@ def transient(task, task_run, state) -> bool:
     return False
 
 
-IO_RETRIES = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient)
+# Results stay in memory: task results hold opened resources (whose filesystems carry
+# credentials) and data read from input, which must never be pickled to Prefect's result store.
+# Resuming is the job of prdist's own staged Parquet files and committed run directories.
+IN_MEMORY = dict(cache_policy=NO_CACHE, persist_result=False)
+
+IO_RETRIES = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient, **IN_MEMORY)

@@ -2,21 +2,20 @@
 
 open -> plan -> extract the planned items -> labels -> estimate -> (bands) -> write the run.
 Wiring only: every task calls one function of ``prdist``. Each stage is one coarse task that
-drives Dask through a ``distributed.Client`` itself; retries are on the I/O tasks only; the
-extraction of planned items (the expensive pass over the resource) is cached by the input
-fingerprint and the parameters, so a rerun after a crash or after labels arrive resumes there.
+drives Dask through a ``distributed.Client`` itself; retries are on the I/O tasks only. The
+extraction of planned items (the expensive pass over the resource) is cached as a staged Parquet
+file keyed by the input fingerprint and the parameters, so a rerun after a crash or after labels
+arrive resumes there; the run itself is found by its id and not redone.
 """
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 import numpy as np
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.states import Completed
 
-from flows._policies import IO_RETRIES
+from flows._policies import IN_MEMORY, IO_RETRIES
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client
 from prdist.dataflow.run import (
@@ -29,24 +28,19 @@ from prdist.dataflow.run import (
 
 
 @task(**IO_RETRIES)
-def open_resource_task(url: str, storage_options: dict | None, key: str, score: str):
-    return open_for_run(url, storage_options=storage_options, key=key, score=score)
+def open_resource_task(url: str, storage_options: dict | None, key: str, score: str, oracle_column: str | None):
+    return open_for_run(url, storage_options=storage_options, key=key, score=score, oracle_column=oracle_column)
 
 
-@task
+@task(**IN_MEMORY)
 def plan_task(n: int, params: ev.EvaluationParams) -> ev.PlannedRanks:
     return ev.make_plan(n, params)
 
 
-def _extract_cache_key(context, arguments) -> str:
-    resource, ranks, params = arguments["resource"], arguments["ranks"], arguments["params"]
-    return f"extract-{resource.fingerprint}-{ev.run_key(params)}-{len(ranks)}"
-
-
-@task(**IO_RETRIES, cache_key_fn=_extract_cache_key, cache_expiration=timedelta(days=30), result_serializer="json", persist_result=True)
-def extract_task(resource, ranks: np.ndarray, params: ev.EvaluationParams, scheduler: str | None, staging: str) -> str:
+@task(**IO_RETRIES)
+def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: str) -> str:
     with dask_client(scheduler) as client:
-        return extract_items(resource, ranks, client=client, staging=staging, params=params)
+        return extract_items(resource, ranks, client=client, staging=staging)
 
 
 @task(**IO_RETRIES)
@@ -54,10 +48,10 @@ def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: st
     from prdist.dataflow.run import read_items
 
     items = read_items(items_url, resource)
-    return items, ev.resolve_labels(items, key=resource.key, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options)
+    return items, ev.resolve_labels(items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options)
 
 
-@task
+@task(**IN_MEMORY)
 def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.EvaluationParams) -> ev.Estimate:
     return ev.estimate(planned, labels, params)
 
@@ -75,7 +69,7 @@ def evaluate_release(
     eps: float = 0.03,
     window: int = 100,
     r_tilde: int | None = None,
-    confidence: float | None = None,
+    confidence: float | None = 0.95,
     labels: str | None = None,
     oracle_column: str | None = None,
     bands: bool = False,
@@ -96,9 +90,9 @@ def evaluate_release(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
         seed=seed, oracle_column=oracle_column, bands=bands,
     )
-    res = open_resource_task(resource, storage_options, key, score)
+    res = open_resource_task(resource, storage_options, key, score, oracle_column)
     planned = plan_task(res.n, params)
-    items_url = extract_task(res, planned.ranks, params, scheduler, ev.staging_url(out, res, params))
+    items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
     items, resolution = labels_task(items_url, res, params, labels)
     est = estimate_task(planned, resolution.labels, params)
     outcome = write_task(res, planned, items, resolution, est, params, out, None)

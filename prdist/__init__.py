@@ -2,6 +2,7 @@
 
 from . import population
 from .bounds import PaulaBounds, paula_bounds, precision_function
+from .confidence import confidence_margins, monotone_rate_test
 from .curves import EmpiricalPR, TiedScoresWarning, empirical_pr, exact_pr_points
 from .plan import PaulaPlan, plan_paula
 from .sampling import (
@@ -23,6 +24,8 @@ from .sampling import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "confidence_margins",
+    "monotone_rate_test",
     "EmpiricalPR",
     "TiedScoresWarning",
     "empirical_pr",

@@ -26,6 +26,11 @@ builds an upper bound, so the bounds stay valid while labels stream in.
 Where the grid-point bounds contradict each other (Y- > Y+, possible only when A.2 fails), prdist
 falls back at that grid point to the bounds that need no assumption (known positives below, ranks
 not known to be negative above) and reports the contradiction in the diagnostics.
+
+With ``confidence=c`` the grid-point yield bounds are widened to Y-_k - t-_k and Y+_k + t+_k and
+the tail cap past g_L is replaced by one that accounts for label noise (:mod:`prdist.confidence`):
+if the labels are independent Bernoulli draws whose rate is non-increasing in rank, ``lower`` and
+``upper`` then hold at every rank simultaneously with probability at least c.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._validation import as_label_array
+from ._validation import as_label_array, check_float
+from .confidence import ConfidenceDiagnostics, confidence_margins, monotone_rate_test
 from .errors import DataError, ParameterError
 from .plan import PaulaPlan
 
@@ -62,6 +68,10 @@ class PaulaDiagnostics:
         are used there.
     unknown : int
         Planned labels still unknown.
+    confidence : ConfidenceDiagnostics or None
+        In confidence mode: the monotone-rate test and the widening against the deterministic
+        bounds. Noise makes local rises common there, so ``rise_ranks`` is informative only in
+        aggregate and the test decides ``assumptions_plausible``.
     """
 
     precondition_holds: bool | None
@@ -71,6 +81,7 @@ class PaulaDiagnostics:
     gamma: float
     contradiction_ranks: np.ndarray
     unknown: int
+    confidence: ConfidenceDiagnostics | None = None
 
     @property
     def max_ratio(self) -> float:
@@ -78,7 +89,10 @@ class PaulaDiagnostics:
 
     @property
     def assumptions_plausible(self) -> bool:
-        """No evidence against A.2 and the Lemma 4 ratio is within gamma."""
+        """No evidence against A.2 and the Lemma 4 ratio is within gamma; in confidence mode, no
+        contradiction and the monotone-rate test does not reject at level 1 - confidence."""
+        if self.confidence is not None:
+            return self.contradiction_ranks.size == 0 and not self.confidence.model_rejected
         return (
             self.precondition_holds is not False
             and self.rise_ranks.size == 0
@@ -99,6 +113,7 @@ class PaulaDiagnostics:
             "contradiction_ranks": self.contradiction_ranks[:50].tolist(),
             "unknown_labels": self.unknown,
             "assumptions_plausible": self.assumptions_plausible,
+            "confidence": None if self.confidence is None else self.confidence.to_dict(),
         }
 
 
@@ -106,7 +121,9 @@ class PaulaDiagnostics:
 class PaulaBounds:
     """Bounds on the precision and yield of a ranked resource; built by :func:`paula_bounds`.
 
-    All methods take ranks (int or array of ints in [1, n]) and are vectorised.
+    All methods take ranks (int or array of ints in [1, n]) and are vectorised. ``confidence`` is
+    None for the paper's deterministic bounds; ``tail_cap`` = (floor, rate) caps the yield past
+    g_L by grid_yield_upper[-1] + max(r - g_L, floor) * rate (None: no cap).
     """
 
     plan: PaulaPlan
@@ -120,6 +137,8 @@ class PaulaBounds:
     diagnostics: PaulaDiagnostics
     _known_ones: np.ndarray  # cumulative count of labels known to be 1, over plan ranks
     _maybe_ones: np.ndarray  # cumulative count of labels not known to be 0, over plan ranks
+    confidence: float | None = None
+    tail_cap: tuple[int, float] | None = None
 
     @property
     def n(self) -> int:
@@ -166,10 +185,12 @@ class PaulaBounds:
             jn = np.minimum(j + 1, grid.size - 1)
             lo_b = np.where(has_next, np.maximum(lo_b, ylo[jn] - (g_maybe[jn] - maybe[beyond])), lo_b)
             hi_b = np.where(has_next, np.minimum(hi_b, yhi[jn] - (g_ones[jn] - ones[beyond])), hi_b)
-            # Tail past g_L: A.2 on (g_L, r] caps the mean label there by p_D(g_L) once r - g_L >= m,
-            # and the yield is non-decreasing, so y(g_L + m) caps every rank before it.
-            if grid[-1] + self.plan.m <= self.n:
-                capped = yhi[-1] + np.maximum(rb - grid[-1], self.plan.m) * self.local_upper[-1]
+            # Tail past g_L: deterministic mode, A.2 on (g_L, r] caps the mean label there by
+            # p_D(g_L) once r - g_L >= m, and the yield is non-decreasing, so y(g_L + m) caps every
+            # rank before it; confidence mode, the same shape with a noise-aware floor and rate.
+            if self.tail_cap is not None:
+                floor, rate = self.tail_cap
+                capped = yhi[-1] + np.maximum(rb - grid[-1], floor) * rate
                 hi_b = np.where(has_next, hi_b, np.minimum(hi_b, capped))
             lo[beyond], hi[beyond] = lo_b, hi_b
         lo = np.clip(lo, 0.0, r)
@@ -243,7 +264,7 @@ class PaulaBounds:
         )
 
 
-def paula_bounds(plan: PaulaPlan, labels) -> PaulaBounds:
+def paula_bounds(plan: PaulaPlan, labels, *, confidence=None) -> PaulaBounds:
     """Bound the precision function from the labels of a PAULA plan.
 
     Parameters
@@ -253,6 +274,12 @@ def paula_bounds(plan: PaulaPlan, labels) -> PaulaBounds:
     labels : array-like of float, shape (plan.size,)
         Labels aligned with ``plan.ranks``: 1 correct, 0 incorrect, NaN unknown (treated as 0 by
         lower bounds and as 1 by upper bounds).
+    confidence : float in (0, 1), optional
+        None (default): the paper's deterministic bounds, valid when the labels themselves obey
+        A.2. A level such as 0.95: bounds that hold at every rank simultaneously with that
+        probability when the labels are independent Bernoulli draws whose rate is non-increasing
+        in rank from the window at g_l on (proof in :mod:`prdist.confidence`);
+        ``diagnostics.confidence`` then holds the monotone-rate test and the widening.
 
     Returns
     -------
@@ -276,10 +303,17 @@ def paula_bounds(plan: PaulaPlan, labels) -> PaulaBounds:
     [1.0, 1.0, 0.586]
     >>> b.upper([1000, 50_000, 100_000]).round(3).tolist()
     [1.0, 1.0, 0.615]
+    >>> noisy = paula_bounds(plan, truth[plan.ranks - 1], confidence=0.95)
+    >>> bool(np.all(noisy.lower([50_000, 100_000]) <= b.lower([50_000, 100_000])))
+    True
     """
     if not isinstance(plan, PaulaPlan):
         raise ParameterError(
             f"The 'plan' parameter of paula_bounds must be a PaulaPlan from plan_paula. Got {type(plan).__name__} instead."
+        )
+    if confidence is not None:
+        confidence = check_float(
+            confidence, name="confidence", owner="paula_bounds", low=0.0, high=1.0, low_open=True, high_open=True
         )
     v = as_label_array(labels, owner="paula_bounds")
     if v.size != plan.size:
@@ -306,15 +340,35 @@ def paula_bounds(plan: PaulaPlan, labels) -> PaulaBounds:
         g_ones = known_ones[top].astype(np.float64)
         g_maybe = (grid - (top - maybe_ones[top])).astype(np.float64)
         grid_lo, grid_hi, contradictions = _consistent_grid_bounds(paper_lo, paper_hi, g_ones, g_maybe)
+        tail_cap = (plan.m, float(local_upper[-1])) if grid[-1] + plan.m <= plan.n else None
     else:
         local_lower = local_upper = paper_lo = paper_hi = grid_lo = grid_hi = np.empty(0)
         contradictions = np.zeros(0, dtype=bool)
+        tail_cap = None
 
-    diagnostics = _diagnose(plan, local_lower, local_upper, paper_lo, paper_hi, contradictions, int(unknown.sum()), known_ones, maybe_ones)
+    noise = None
+    if confidence is not None:
+        margins = confidence_margins(plan, v, confidence=confidence)
+        deterministic_width = grid_hi - grid_lo
+        if grid.size:
+            grid_lo, grid_hi, contradictions = _consistent_grid_bounds(
+                paper_lo - margins.lower, paper_hi + margins.upper, g_ones, g_maybe
+            )
+            tail_cap = margins.tail_cap(float(paper_hi[-1] + margins.upper[-1]), float(grid_hi[-1]))
+        widening = (grid_hi - grid_lo - deterministic_width) / grid
+        noise = ConfidenceDiagnostics(
+            confidence=confidence,
+            margins=margins,
+            test=monotone_rate_test(plan, v),
+            widening_mean=float(widening.mean()) if widening.size else 0.0,
+            widening_max=float(widening.max()) if widening.size else 0.0,
+        )
+
+    diagnostics = _diagnose(plan, local_lower, local_upper, paper_lo, paper_hi, contradictions, int(unknown.sum()), known_ones, maybe_ones, noise)
     arrays = (local_lower, local_upper, paper_lo, paper_hi, grid_lo, grid_hi, known_ones, maybe_ones)
     for a in arrays:
         a.setflags(write=False)
-    return PaulaBounds(plan, v, *arrays[:6], diagnostics, known_ones, maybe_ones)
+    return PaulaBounds(plan, v, *arrays[:6], diagnostics, known_ones, maybe_ones, confidence, tail_cap)
 
 
 def _propagate(lo, hi, ones, maybe):
@@ -346,7 +400,7 @@ def _consistent_grid_bounds(paper_lo, paper_hi, ones, maybe):
         relaxed = relaxed | bad if (bad & ~relaxed).any() else np.ones_like(relaxed)
 
 
-def _diagnose(plan, local_lower, local_upper, paper_lo, paper_hi, contradictions, unknown, known_ones, maybe_ones):
+def _diagnose(plan, local_lower, local_upper, paper_lo, paper_hi, contradictions, unknown, known_ones, maybe_ones, noise=None):
     grid = plan.grid
     if grid.size:
         top = np.searchsorted(plan.ranks, grid[0], side="right")
@@ -375,6 +429,7 @@ def _diagnose(plan, local_lower, local_upper, paper_lo, paper_hi, contradictions
         gamma=plan.gamma,
         contradiction_ranks=contradiction_ranks,
         unknown=unknown,
+        confidence=noise,
     )
 
 

@@ -276,7 +276,7 @@ def _cmd_synth(args) -> int:
         from distributed import Client
 
         try:
-            client = Client(args.scheduler, timeout="10s")
+            client = Client(args.scheduler, timeout="10s", set_as_default=False)
         except OSError as exc:
             raise InputError(
                 f"Cannot reach the Dask scheduler at {args.scheduler!r} ({exc}). Check --scheduler."
@@ -316,7 +316,7 @@ def _add_run(sub) -> None:
     add("--eps", type=float, default=0.03, metavar="E", help="grid spacing eps in (0, 1] (default 0.03)")
     add("--window", type=int, default=100, metavar="D", help="local-precision window (default 100)")
     add("--r-tilde", dest="r_tilde", type=int, default=None, metavar="R", help="fully labeled prefix target (default ceil((D+2)/E))")
-    add("--confidence", default=None, metavar="C|none", help="bounds that hold with probability C under label noise; 'none' for the paper's deterministic bounds")
+    add("--confidence", default="0.95", metavar="C|none", help="bounds that hold at every rank with probability C when labels are noisy draws from a non-increasing rate (default 0.95); 'none' for the paper's deterministic bounds")
     add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
     add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
     add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
@@ -377,6 +377,206 @@ def _demo_resource(args, storage_options) -> str:
     return synthesize_resource(model, args.demo_n, url, order="sorted", seed=args.seed, storage_options=storage_options, scheduler=args.scheduler)
 
 
+def _add_compare(sub) -> None:
+    parser = sub.add_parser(
+        "compare",
+        help="compare several systems or releases that share one label store",
+        description=(
+            "Estimate the precision of several systems (or releases) at once from one budget of "
+            "draws: sample every system (uniformly by default), answer from the shared label store "
+            "by key, so that one label serves every system that outputs the item, and combine all "
+            "draws in the joint importance-sampling estimator of Chaganty et al. (2017). Writes "
+            "compare.parquet (precision with its confidence interval per system; recall with "
+            "--exhaustive) into a run directory under --out and prints the directory on the last "
+            "line. Exit 3 when drawn items lack labels: the run directory then holds the annotation "
+            "task (annotation_task.csv / .jsonl); import the labels and run again."
+        ),
+    )
+    add = parser.add_argument
+    add(
+        "--system", dest="systems", action="append", required=True, metavar="NAME=URL",
+        help="a system: a name and its Parquet dataset (columns key, score); repeat per system",
+    )  # fmt: skip
+    add("--labels", required=True, metavar="URL", help="the shared label store (see 'prdist labels import'); may not exist yet")
+    add("--budget", type=int, required=True, metavar="N", help="total draws over all systems, at least 2 per system")
+    add("--seed", type=int, required=True, metavar="S", help="seed of every draw (same seed, same draws)")
+    add("--out", required=True, metavar="URL", help="root of the run directories (path or fsspec URL)")
+    add(
+        "--exhaustive", default=None, metavar="URL",
+        help="keys labeled exhaustively within some scope (CSV, JSONL or Parquet with key, label), "
+             "for recall; without it recall is NaN and only the pooled recall is reported",
+    )  # fmt: skip
+    add(
+        "--distribution", choices=("uniform", "top-k", "score-power"), default="uniform",
+        help="what each system's precision means: uniform over its output (default), uniform over "
+             "its top --k items (precision at k), or proportional to score^--power",
+    )  # fmt: skip
+    add("--k", type=int, default=None, metavar="K", help="size of the top, for --distribution top-k")
+    add("--power", type=float, default=None, metavar="A", help="exponent, for --distribution score-power (default 1)")
+    add(
+        "--allocation", choices=("even", "proportional"), default="even",
+        help="split of the budget: even (default) or 2 each plus the rest in proportion to the systems' sizes",
+    )  # fmt: skip
+    add(
+        "--weights", choices=("overlap", "balance"), default="overlap",
+        help="mixture weights of the joint estimator: overlap (default; the authors' heuristic) or balance",
+    )  # fmt: skip
+    add("--confidence", type=float, default=0.95, metavar="C", help="level of the intervals, in (0, 1) (default 0.95)")
+    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
+    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for every URL, as a JSON object")
+    add("--key", default="key", metavar="COL", help="key column of every system (default key)")
+    add("--score", default="score", metavar="COL", help="score column of every system (default score)")
+    parser.set_defaults(handler=_cmd_compare)
+
+
+def _cmd_compare(args) -> int:
+    from ._validation import check_float, check_int
+    from .dataflow.compare import parse_system
+    from .dataflow.storage import filesystem, join_url
+
+    # Everything checkable without reading data is checked here, under the option names.
+    owner = "prdist compare"
+    pairs = [parse_system(text) for text in args.systems]
+    names = [name for name, _ in pairs]
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise InputError(f"--system {repeated!r} is given twice; give every system its own name.")
+    budget = check_int(args.budget, name="--budget", owner=owner, low=1)
+    if budget < 2 * len(pairs):
+        raise InputError(
+            f"--budget {budget} is too small for {len(pairs)} systems: every system needs at least 2 "
+            f"draws. Use --budget {2 * len(pairs)} or more."
+        )
+    check_int(args.seed, name="--seed", owner=owner, low=0)
+    check_float(args.confidence, name="--confidence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
+    kind = args.distribution.replace("-", "_")
+    if kind == "top_k" and args.k is None:
+        raise InputError("--distribution top-k needs --k K, the size of the top.")
+    if args.k is not None and kind != "top_k":
+        raise InputError("--k only applies to --distribution top-k; drop it or add --distribution top-k.")
+    if args.power is not None and kind != "score_power":
+        raise InputError("--power only applies to --distribution score-power; drop it or add --distribution score-power.")
+    if args.k is not None:
+        check_int(args.k, name="--k", owner=owner, low=1)
+    if args.power is not None:
+        check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
+    storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    from flows.compare_systems import compare_systems  # Prefect: imported only once the input is valid
+
+    state = compare_systems(
+        systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
+        distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
+        confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler,
+        storage_options=storage_options, key=args.key, score=args.score, return_state=True,
+    )  # fmt: skip
+    url = state.result()  # re-raises the flow's error, typed
+    if state.name == "AwaitingLabels":
+        print(url)
+        print(f"prdist: {state.message}", file=sys.stderr)
+        return EXIT_AWAITING_LABELS
+    fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
+    with fs.open(path, "rb") as fh:
+        manifest = json.load(fh)
+    counts, params = manifest["counts"], manifest["params"]
+    level = f"{100 * params['confidence']:g} %"
+    print(
+        f"prdist compare: {len(manifest['systems'])} systems, {counts['draws']:,} draws, "
+        f"{counts['annotations']:,} distinct items labeled ({level} intervals, {params['weights']} weights)"
+    )
+    width = max(len("system"), *(len(row["system"]) for row in manifest["results"]))
+    print(f"  {'system':<{width}}  precision  {level + ' interval':<16}  recall  pooled recall  draws")
+
+    def number(value):
+        return "n/a" if value is None else f"{value:.3f}"
+
+    for row in manifest["results"]:
+        interval = f"[{row['precision_ci_low']:.3f}, {row['precision_ci_high']:.3f}]"
+        print(
+            f"  {row['system']:<{width}}  {row['precision']:>9.3f}  {interval:<16}  {number(row['recall']):>6}  "
+            f"{number(row['pooled_recall']):>13}  {row['n_samples']:>5}"
+        )
+    for note in manifest["diagnostics"].get("notes", []):
+        print(f"note: {note}")
+    print(url)
+    return EXIT_OK
+
+
+def _add_labels(sub) -> None:
+    parser = sub.add_parser(
+        "labels",
+        help="import labels into a label store, or export a run's annotation task",
+        description="The label store is append-only Parquet keyed by item key, shared by every release and system.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    actions.required = True
+    imp = actions.add_parser("import", help="append label files (CSV, JSONL or Parquet with key,label) to a store")
+    imp.add_argument("--store", required=True, metavar="URL", help="the label store (created if absent)")
+    imp.add_argument("files", nargs="+", metavar="FILE", help="label files; every file is validated before anything is written")
+    imp.add_argument("--annotator", default=None, help="who labeled (when the files do not say)")
+    imp.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    imp.set_defaults(handler=_cmd_labels_import)
+    exp = actions.add_parser("export", help="write the items a run still needs labeled, for an annotation tool")
+    exp.add_argument("--run", required=True, metavar="DIR", help="a run directory printed by 'prdist run'")
+    exp.add_argument("--out", required=True, metavar="FILE", help="target file: .csv, .jsonl or .parquet")
+    exp.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    exp.set_defaults(handler=_cmd_labels_export)
+
+
+def _cmd_labels_import(args) -> int:
+    from .dataflow.labels import import_labels
+
+    options = _json_object_option(args.storage_options, option="--storage-options")
+    summary = import_labels(args.store, args.files, storage_options=options, annotator=args.annotator)
+    print(f"prdist labels: {summary.labels:,} labels ({summary.positives:,} positive) from {len(summary.files)} file(s)")
+    print(summary.written)
+    return EXIT_OK
+
+
+def _cmd_labels_export(args) -> int:
+    from .dataflow.labels import write_annotation_file
+
+    options = _json_object_option(args.storage_options, option="--storage-options")
+    count = write_annotation_file(args.run, args.out, storage_options=options)
+    print(f"prdist labels: {count:,} item(s) to annotate")
+    print(args.out)
+    return EXIT_OK
+
+
+def _add_release(sub) -> None:
+    parser = sub.add_parser(
+        "release",
+        help="announce a release to a Prefect server (starts evaluate-release/on-release)",
+        description=(
+            "Emit the event prdist.release.published for a released resource to a running Prefect "
+            "server. The trigger of the on-release deployment (deploy/prefect.yaml) then starts "
+            "evaluate-release with the resource URL (and --labels/--out when given; otherwise the "
+            "deployment's). The event carries URLs only: a URL that embeds credentials is refused, "
+            "and the worker reads storage credentials from its own environment. Prints the event id "
+            "on the last line."
+        ),
+    )
+    add = parser.add_argument
+    add("--resource", required=True, metavar="URL", help="the released Parquet dataset (absolute path or fsspec URL such as s3://...)")
+    add("--labels", default=None, metavar="URL", help="label store for the triggered run (default: the deployment's)")
+    add("--out", default=None, metavar="URL", help="root of the run directories for the triggered run (default: the deployment's)")
+    add("--api-url", dest="api_url", default=None, metavar="URL", help="Prefect API, e.g. http://127.0.0.1:4200/api (default: PREFECT_API_URL)")
+    add("--dry-run", dest="dry_run", action="store_true", help="print the event as JSON (the body of POST <api>/events, in a list) instead of sending it")
+    parser.set_defaults(handler=_cmd_release)
+
+
+def _cmd_release(args) -> int:
+    from .release import emit_release, release_event
+
+    event = release_event(args.resource, labels=args.labels, out=args.out)
+    if args.dry_run:
+        _print_json(event.to_dict())
+        return EXIT_OK
+    api = emit_release(event, api_url=args.api_url)
+    print(f"prdist release: {event.name} for {event.resource} sent to {api}")
+    print(event.id)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="prdist",
@@ -392,6 +592,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_budget(sub)
     _add_synth(sub)
     _add_run(sub)
+    _add_labels(sub)
+    _add_compare(sub)
+    _add_release(sub)
     return parser
 
 

@@ -10,7 +10,6 @@ run without a manifest is not a run: readers ignore it and the next attempt over
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import posixpath
 import re
@@ -22,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from .storage import AlreadyExists, filesystem, join_url, write_bytes_exclusive
+from .storage import AlreadyExists, filesystem, join_url, write_bytes_exclusive, write_parquet
 
 __all__ = ["MANIFEST", "RunDirectory", "run_id"]
 
@@ -85,9 +84,8 @@ class RunDirectory:
 
     def write_table(self, name: str, frame: pd.DataFrame, schema: pa.Schema | None = None) -> str:
         table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-        sink = io.BytesIO()
-        pq.write_table(table, sink)
-        return self.write_bytes(name, sink.getvalue())
+        write_parquet(table, self.path_of(name), storage_options=self.storage_options, exclusive=False)
+        return self.path_of(name)
 
     def read_table(self, name: str) -> pd.DataFrame:
         fs, path = self._fs_path(name)

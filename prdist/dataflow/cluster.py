@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 
@@ -38,5 +39,12 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> 
             yield client
         return
     n = workers or max(1, min(4, os.cpu_count() or 1))
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
-        yield client
+    # A local cluster's start/stop chatter is not news to the user; warnings still show.
+    quiet = logging.getLogger("distributed")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_kwargs={"dashboard": False}, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+            yield client
+    finally:
+        quiet.setLevel(level)

@@ -164,7 +164,7 @@ class LabelResolution:
         }
 
 
-def resolve_labels(items: pd.DataFrame, *, key: str = "key", oracle_column: str | None = None, store: str | None = None, storage_options=None) -> LabelResolution:
+def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, store: str | None = None, storage_options=None) -> LabelResolution:
     """Labels of the extracted items: the oracle column in simulations, else the label store."""
     if oracle_column is not None:
         if oracle_column not in items.columns:
@@ -177,8 +177,8 @@ def resolve_labels(items: pd.DataFrame, *, key: str = "key", oracle_column: str 
         if bad.any():
             raise ParameterError(f"The oracle column {oracle_column!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
         return LabelResolution(values, from_oracle=int((~np.isnan(values)).sum()), from_store=0, relabeled=0)
-    lookup: LabelLookup = lookup_labels(store, items[key], storage_options=storage_options)
-    values = lookup.labels.reindex(normalise_keys(items[key])).to_numpy(dtype=np.float64)
+    lookup: LabelLookup = lookup_labels(store, items["key"], storage_options=storage_options)
+    values = lookup.labels.reindex(normalise_keys(items["key"])).to_numpy(dtype=np.float64)
     return LabelResolution(values, from_oracle=0, from_store=int((~np.isnan(values)).sum()), relabeled=lookup.relabeled)
 
 
@@ -229,13 +229,13 @@ def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     return np.unique(np.concatenate((prefix, paula.grid, [n])))
 
 
-def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, *, key: str = "key", score: str = "score") -> pd.DataFrame:
+def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray) -> pd.DataFrame:
     """The rows of plan.parquet: rank, key, score, role, grid_index, label."""
     return pd.DataFrame(
         {
             "rank": planned.ranks.astype(np.int64),
-            "key": items[key].to_numpy(),
-            "score": items[score].to_numpy(dtype=np.float64),
+            "key": items["key"].to_numpy(),
+            "score": items["score"].to_numpy(dtype=np.float64),
             "role": planned.role.astype(str),
             "grid_index": pd.array(np.where(planned.grid_index >= 0, planned.grid_index, None), dtype="Int32"),
             "label": labels.astype(np.float64),

@@ -36,6 +36,7 @@ __all__ = [
     "lookup_labels",
     "normalise_keys",
     "read_label_file",
+    "write_annotation_file",
 ]
 
 STORE_SCHEMA = pa.schema(
@@ -74,8 +75,10 @@ def _parse_labels(values: pd.Series, origin: str) -> np.ndarray:
     bad = np.flatnonzero(out < 0)
     if bad.size:
         i = int(bad[0])
+        value = values.iloc[i]
+        value = value.item() if hasattr(value, "item") else value
         raise DataError(
-            f"{origin}: label on row {i + 1} is {values.iloc[i]!r}; labels must be 0 or 1 "
+            f"{origin}: label on row {i + 1} is {value!r}; labels must be 0 or 1 "
             f"(also accepted: true/false, yes/no). {bad.size} row(s) are affected. Fix them and import again."
         )
     return out
@@ -87,6 +90,8 @@ def read_label_file(url: str, *, storage_options=None) -> pd.DataFrame:
     Returns
     -------
     DataFrame with columns key (str), label (int8), and annotator / source when the file has them.
+    Rows with an empty label (a task not finished yet) are skipped; ``attrs["skipped_blank"]``
+    counts them.
     """
     fs, path = filesystem(url, storage_options)
     suffix = PurePosixPath(path).suffix.lower()
@@ -110,7 +115,11 @@ def read_label_file(url: str, *, storage_options=None) -> pd.DataFrame:
         )
     if frame["key"].isna().any():
         raise DataError(f"Label file {url!r} has {int(frame['key'].isna().sum())} row(s) without a key.")
+    # An annotation task comes back partly done: rows whose label is still empty are skipped.
+    blank = frame["label"].isna() | (frame["label"].astype(str).str.strip() == "")
+    frame = frame.loc[~blank].reset_index(drop=True)
     out = pd.DataFrame({"key": normalise_keys(frame["key"]).to_numpy(), "label": _parse_labels(frame["label"], url)})
+    out.attrs["skipped_blank"] = int(blank.sum())
     for extra in ("annotator", "source"):
         if extra in frame.columns:
             out[extra] = frame[extra].astype(str).to_numpy()
@@ -241,3 +250,31 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     with fs.open(jsonl_path, "wb") as fh:
         fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
     return csv_url, jsonl_url
+
+
+def write_annotation_file(run_dir: str, out: str, *, storage_options=None) -> int:
+    """Copy a run's annotation task to ``out`` (.csv, .jsonl or .parquet); return its item count.
+
+    A run with nothing to annotate writes an empty task with the same columns.
+    """
+    fs, task_path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
+    run_fs, manifest = filesystem(join_url(run_dir, "manifest.json"), storage_options)
+    if not run_fs.exists(manifest):
+        raise InputError(f"{run_dir!r} is not a committed run directory (no manifest.json). Name a directory printed by 'prdist run'.")
+    suffix = PurePosixPath(out).suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".parquet"):
+        raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl or .parquet.")
+    if fs.exists(task_path):
+        with fs.open(task_path, "rb") as fh:
+            task = pd.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
+    else:
+        task = pd.DataFrame(columns=["rank", "key", "score", "label"])
+    out_fs, out_path = filesystem(out, storage_options)
+    with out_fs.open(out_path, "wb") as fh:
+        if suffix == ".csv":
+            fh.write(task.to_csv(index=False).encode("utf-8"))
+        elif suffix == ".jsonl":
+            fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
+        else:
+            pq.write_table(pa.Table.from_pandas(task.astype({"label": "string"}), preserve_index=False), fh)
+    return len(task)

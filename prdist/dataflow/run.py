@@ -6,7 +6,6 @@ core; this module only moves data between storage and them.
 
 from __future__ import annotations
 
-import io
 import platform
 import time
 from dataclasses import dataclass, field
@@ -23,42 +22,41 @@ from .artifacts import RunDirectory, run_id
 from .labels import export_annotation_task
 from .resource import Resource, extract_ranks, open_resource
 from .select import select_ranks
-from .storage import filesystem
+from .storage import filesystem, write_parquet
 
 __all__ = ["RunOutcome", "extract_items", "open_for_run", "read_items", "summary_markdown", "write_run"]
 
 
-def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score") -> Resource:
+def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
     """Open and validate the resource (schema, row counts and fingerprint from metadata)."""
-    return open_resource(url, storage_options=storage_options, key=key, score=score)
+    return open_resource(url, storage_options=storage_options, key=key, score=score, label=oracle_column)
 
 
-def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str, params: ev.EvaluationParams) -> str:
+def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str) -> str:
     """Find the items at ``ranks`` and stage them as Parquet; return the staged file's URL.
 
     Sorted input is read row group by row group, only where the ranks are; unsorted input is
-    searched without a global sort. Staging keeps the result of this expensive pass so that a
-    rerun (after a crash, or once labels arrive) does not repeat it.
+    searched without a global sort. The staged file is keyed by the input fingerprint and the
+    parameters and appears whole or not at all, so a rerun (after a crash, or once labels arrive)
+    finds it and skips this expensive pass.
     """
+    fs, path = filesystem(staging, resource.storage_options)
+    if fs.exists(path):
+        return staging
     started = time.perf_counter()
+    # Every other column comes along, so an annotator sees the whole item.
+    columns = [c for c in resource.schema.names if c not in (resource.key, resource.score, "rank", "key", "score")]
     if resource.is_sorted_claim():
-        items = extract_ranks(resource, ranks, client=client)
+        items = extract_ranks(resource, ranks, client=client, columns=columns)
     else:
-        items = select_ranks(resource, ranks, client=client)
-    items = items.sort_values("rank", kind="stable").reset_index(drop=True)
+        items = select_ranks(resource, ranks, client=client, columns=columns)
     if not np.array_equal(items["rank"].to_numpy(), np.asarray(ranks)):
         raise RuntimeError("extraction returned other ranks than were planned")  # an internal bug, not bad input
     table = pa.Table.from_pandas(items, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta[b"prdist.extract_seconds"] = f"{time.perf_counter() - started:.3f}".encode()
     meta[b"prdist.bytes_read"] = str(int(items.attrs.get("bytes_read", 0))).encode()
-    table = table.replace_schema_metadata(meta)
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    fs, path = filesystem(staging, resource.storage_options)
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    with fs.open(path, "wb") as fh:
-        fh.write(sink.getvalue())
+    write_parquet(table.replace_schema_metadata(meta), staging, storage_options=resource.storage_options, exclusive=False)
     return staging
 
 
@@ -87,19 +85,18 @@ class RunOutcome:
 
 def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None) -> RunOutcome:
     """Write plan, bounds, (bands), report and, last, the manifest of one run."""
-    key_col, score_col = resource.key, resource.score
     labels_fp = run_id(np.nan_to_num(resolution.labels, nan=-1).astype(np.int8).tobytes().hex())
     run = RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
     if run.is_committed():
         manifest = run.read_manifest()
         return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
 
-    plan_frame = ev.plan_table(planned, items, resolution.labels, key=key_col, score=score_col)
+    plan_frame = ev.plan_table(planned, items, resolution.labels)
     run.write_table("plan.parquet", plan_frame)
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
         run.write_table("bands.parquet", bands)
-    cutoffs = _cutoff_table(estimate, items, planned, score_col)
+    cutoffs = _cutoff_table(estimate, items, planned)
     missing = resolution.unknown
     task_url = None
     if missing:
@@ -113,7 +110,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "params": params.to_dict(),
         "n": resource.n,
         "counts": resolution.to_dict(),
-        "input": {"url": resource.display_url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": int(items.attrs.get("bytes_read", 0))},
+        "input": {"url": resource.url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": int(items.attrs.get("bytes_read", 0))},
         "diagnostics": estimate.diagnostics,
         "ap_bounds": list(estimate.average_precision) if estimate.average_precision else None,
         "cutoffs": cutoffs.to_dict(orient="records"),
@@ -129,7 +126,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
     return RunOutcome(run.url, manifest, missing, task_url, reused=not committed, cutoffs=dict(estimate.cutoff_ranks))
 
 
-def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.PlannedRanks, score: str) -> pd.DataFrame:
+def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.PlannedRanks) -> pd.DataFrame:
     """Deepest guaranteed cut-off per target.
 
     ``score`` is that of the deepest planned item at or above the cut-off rank: keeping the items
@@ -137,7 +134,7 @@ def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.Planne
     resource.
     """
     rows = []
-    scores = items[score].to_numpy(dtype=np.float64)
+    scores = items["score"].to_numpy(dtype=np.float64)
     for target, rank in sorted(estimate.cutoff_ranks.items(), reverse=True):
         pos = np.searchsorted(planned.ranks, rank, side="right") - 1
         rows.append({"target": float(target), "rank": int(rank), "score": float(scores[pos]) if rank > 0 else float("nan")})

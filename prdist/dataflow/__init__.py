@@ -1,0 +1,31 @@
+"""The dataflow layer: Dask over ranked Parquet resources on fsspec storage.
+
+- :mod:`~prdist.dataflow.storage`: URLs, storage options and credentials (redacted), create-only
+  writes that never leave anything half-written, readable storage errors.
+- :mod:`~prdist.dataflow.resource`: open a resource from its Parquet metadata, verify a claim of
+  sorted order, extract ranks of a sorted resource reading only the row groups that hold them.
+- :mod:`~prdist.dataflow.select`: the items at given ranks of an unsorted resource, without a
+  sort or a shuffle.
+
+Every function takes an optional ``client`` (a ``distributed.Client``); without one the same
+tasks run in-process. The pure kernels they call live in the core modules of :mod:`prdist`.
+"""
+
+from .resource import OrderCheck, Resource, extract_ranks, open_resource, verify_order
+from .select import check_unique_keys, select_ranks
+from .storage import AlreadyExists, redact, redact_url, write_bytes_exclusive, write_parquet
+
+__all__ = [
+    "AlreadyExists",
+    "OrderCheck",
+    "Resource",
+    "check_unique_keys",
+    "extract_ranks",
+    "open_resource",
+    "redact",
+    "redact_url",
+    "select_ranks",
+    "verify_order",
+    "write_bytes_exclusive",
+    "write_parquet",
+]

@@ -1,0 +1,905 @@
+"""Ranked resources: Parquet datasets opened from their metadata alone.
+
+A resource is one Parquet file or a directory of them (read recursively; names starting with
+``.`` or ``_`` are skipped: temporary files, ``_SUCCESS``, ``_metadata``). Files are taken in
+*natural* order of their paths (``part.2`` before ``part.10``) and row groups in file order; that
+order is the storage order a sorted resource is sorted in.
+
+Opening reads only the Parquet footers: row counts, the schema and the score column's min/max
+statistics of every row group. Those statistics verify a claim of descending order cheaply and
+map ranks to row groups, so :func:`extract_ranks` reads only the row groups that hold the
+requested ranks.
+
+Rank order (:mod:`prdist.ranking`) is descending score, ties broken by the 64-bit hash of the
+key, then by the key. A resource sorted by score is therefore in rank order except inside runs of
+equal scores; :func:`extract_ranks` resolves such a run by reading it whole and ordering it by
+(key hash, key), even when it spans row groups and files.
+
+Column types
+------------
+- key: any integer type or a string type, never null. Keys must be unique.
+- score: float32/float64, or an integer type, never null, finite. Every score is compared as a
+  float64 — as :func:`prdist.ranking.rank_order` does — so integers above 2**53 that round to the
+  same float64 tie.
+- label (optional): integer, boolean or float holding only 0 and 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import posixpath
+import re
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
+
+from .._validation import check_int
+from ..errors import DataError, InputError, ParameterError
+from ..ranking import key_hash
+from .storage import Location, redact, resolve, storage_errors
+
+__all__ = [
+    "DEFAULT_PARTITION_ROWS",
+    "OrderCheck",
+    "Partition",
+    "Resource",
+    "RowGroup",
+    "extract_ranks",
+    "open_resource",
+    "verify_order",
+]
+
+#: Rows per Dask task when a pass maps over a resource. A task holds one row group at a time,
+#: so this bounds the number of tasks, not memory.
+DEFAULT_PARTITION_ROWS = 1 << 22
+
+#: :func:`extract_ranks` reads a block of row groups whole (one task, one local sort) up to this
+#: many rows; a larger block — a huge run of tied scores — goes through the bounded-memory
+#: selection of :mod:`prdist.dataflow.select` instead.
+DEFAULT_BLOCK_ROWS = 1 << 22
+
+_SIGN = np.uint64(1 << 63)
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    """One Parquet row group: where it is, how many rows, its score range and column sizes."""
+
+    file: int
+    index: int
+    num_rows: int
+    score_min: float | None
+    score_max: float | None
+    column_bytes: tuple[tuple[str, int], ...] = field(repr=False)
+
+    @property
+    def has_score_range(self) -> bool:
+        return self.score_min is not None and self.score_max is not None
+
+    def bytes_of(self, columns) -> int:
+        """Compressed bytes of these columns' chunks in this row group."""
+        wanted = set(columns)
+        return sum(size for name, size in self.column_bytes if name in wanted)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A unit of Dask work: consecutive row groups of one file.
+
+    ``units`` index :attr:`Resource.row_groups`; ``indices`` are the row-group numbers inside
+    ``path``.
+    """
+
+    path: str
+    indices: tuple[int, ...]
+    units: tuple[int, ...]
+    num_rows: int
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    """Outcome of :func:`verify_order`.
+
+    ``sorted`` is True when the order is descending; ``method`` is "statistics" (row-group
+    min/max only: verifies every boundary between row groups, not the order inside them) or
+    "full" (every score read); ``detail`` says where the order breaks, or why it could not be
+    verified.
+    """
+
+    sorted: bool
+    method: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Resource:
+    """An opened Parquet resource: files, row groups, row count, schema, fingerprint.
+
+    Built by :func:`open_resource`. ``url`` is redacted (safe to print and store); ``fs`` and
+    ``storage_options`` (which may hold credentials) are never shown.
+    """
+
+    url: str
+    files: tuple[str, ...]
+    row_groups: tuple[RowGroup, ...]
+    n: int
+    key: str
+    score: str
+    label: str | None
+    key_kind: str
+    fingerprint: str
+    schema: pa.Schema = field(repr=False)
+    root: str = field(repr=False)
+    fs: object = field(repr=False)
+    storage_options: dict = field(default_factory=dict, repr=False)
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray:
+        """Storage position (0-based) of the first row of every row group, then ``n``.
+
+        For a sorted resource, row group ``g`` holds ranks ``offsets[g] + 1 .. offsets[g+1]``
+        (up to a run of tied scores that crosses its boundary).
+        """
+        counts = np.fromiter((rg.num_rows for rg in self.row_groups), dtype=np.int64, count=len(self.row_groups))
+        out = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=out[1:])
+        out.flags.writeable = False
+        return out
+
+    def relative_name(self, file: int) -> str:
+        """Path of file number ``file`` relative to the resource root."""
+        path = self.files[file]
+        if path == self.root:
+            return posixpath.basename(path)
+        return posixpath.relpath(path, self.root)
+
+    def is_sorted_claim(self) -> bool:
+        """True when row-group statistics show descending score order across every boundary.
+
+        Cheap (metadata only): every row group's minimum is >= the next row group's maximum,
+        across files too. It does not look inside row groups; :func:`verify_order` with
+        ``full=True`` does. :func:`extract_ranks` needs exactly this claim, no more: it orders
+        the rows it reads itself.
+        """
+        return _order_from_statistics(self).sorted
+
+    def rank_ranges(self) -> pd.DataFrame:
+        """One row per row group: file, row_group, num_rows, first_rank, last_rank, score_max, score_min.
+
+        Ranks are storage positions + 1: the ranks of a sorted resource, except that the items
+        of a run of tied scores crossing a row-group boundary share that run's ranks.
+        """
+        offsets = self.offsets
+        return pd.DataFrame(
+            {
+                "file": [self.relative_name(rg.file) for rg in self.row_groups],
+                "row_group": np.array([rg.index for rg in self.row_groups], dtype=np.int32),
+                "num_rows": np.diff(offsets),
+                "first_rank": offsets[:-1] + 1,
+                "last_rank": offsets[1:],
+                "score_max": np.array([np.nan if rg.score_max is None else rg.score_max for rg in self.row_groups]),
+                "score_min": np.array([np.nan if rg.score_min is None else rg.score_min for rg in self.row_groups]),
+            }
+        )
+
+    def partitions(self, max_rows: int = DEFAULT_PARTITION_ROWS, units: Sequence[int] | None = None) -> tuple[Partition, ...]:
+        """Cut the row groups (all, or ``units``) into Dask tasks of at most ``max_rows`` rows.
+
+        A partition never spans files; a row group larger than ``max_rows`` is a partition of its own.
+        """
+        chosen = range(len(self.row_groups)) if units is None else units
+        parts: list[Partition] = []
+        current: list[int] = []
+        rows = 0
+
+        def flush():
+            if current:
+                first = self.row_groups[current[0]]
+                parts.append(
+                    Partition(
+                        path=self.files[first.file],
+                        indices=tuple(self.row_groups[u].index for u in current),
+                        units=tuple(current),
+                        num_rows=rows,
+                    )
+                )
+
+        for unit in chosen:
+            rg = self.row_groups[unit]
+            if current and (self.row_groups[current[-1]].file != rg.file or rows + rg.num_rows > max_rows):
+                flush()
+                current, rows = [], 0
+            current.append(unit)
+            rows += rg.num_rows
+        flush()
+        return tuple(parts)
+
+    def bytes_of(self, units, columns) -> int:
+        """Compressed bytes of ``columns`` in the row groups ``units``."""
+        return sum(self.row_groups[u].bytes_of(columns) for u in units)
+
+    def describe(self) -> dict:
+        """What a manifest records about the input: no credentials, only the redacted URL."""
+        return {
+            "url": self.url,
+            "fingerprint": self.fingerprint,
+            "n": self.n,
+            "files": len(self.files),
+            "row_groups": len(self.row_groups),
+            "key": self.key,
+            "score": self.score,
+            "label": self.label,
+            "sorted_claim": self.is_sorted_claim(),
+            "storage_options": redact(self.storage_options),
+        }
+
+
+def _natural_key(path: str):
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+
+def _is_hidden(relative: str) -> bool:
+    return any(part.startswith((".", "_")) for part in relative.split("/") if part)
+
+
+def _list_files(location: Location) -> list[tuple[str, dict]]:
+    fs, root = location.fs, location.path.rstrip("/") or location.path
+    with storage_errors(location, action="open"):
+        info = fs.info(root)
+        if info.get("type") == "directory":
+            entries = fs.find(root, detail=True)
+        else:
+            entries = {root: info}
+    files = []
+    for path, entry in entries.items():
+        if entry.get("type", "file") != "file":
+            continue
+        relative = posixpath.relpath(path, root) if path != root else posixpath.basename(path)
+        if path != root and _is_hidden(relative):
+            continue
+        if path != root and not relative.endswith((".parquet", ".parq", ".pq")):
+            continue
+        files.append((path, entry))
+    if not files:
+        raise InputError(
+            f"{location.url} holds no Parquet files (names ending in .parquet; names starting with "
+            "'.' or '_' are skipped). Point the URL at a Parquet file or a directory of them."
+        )
+    files.sort(key=lambda item: _natural_key(item[0]))
+    return files
+
+
+def _key_kind(dtype: pa.DataType) -> str | None:
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if pa.types.is_integer(dtype):
+        return "int"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        return "string"
+    return None
+
+
+def _read_footer(fs, path: str, display: str):
+    with open_parquet(fs, path, display=display) as parquet:
+        return parquet.metadata, parquet.schema_arrow
+
+
+def corrupt_file_error(display: str, exc: BaseException) -> DataError:
+    """The DataError for a file that is not readable Parquet."""
+    return DataError(
+        f"{display} is not a readable Parquet file ({exc}). It is corrupted, truncated or not "
+        "Parquet at all: rewrite it, or remove it from the dataset."
+    )
+
+
+def _finite_or_none(value):
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _validate_schema(schema: pa.Schema, display: str, *, key: str, score: str, label: str | None) -> str:
+    names = schema.names
+    for role, name in (("key", key), ("score", score), ("label", label)):
+        if name is not None and name not in names:
+            raise DataError(
+                f"{display} has no {role} column {name!r} (columns: {', '.join(names)}). Name the "
+                f"right column with the {role}= option, or add it."
+            )
+    kind = _key_kind(schema.field(key).type)
+    if kind is None:
+        raise DataError(
+            f"The key column {key!r} of {display} has type {schema.field(key).type}; keys must be "
+            "integers or strings. Cast the column to int64 or string."
+        )
+    score_type = schema.field(score).type
+    if not (pa.types.is_floating(score_type) or pa.types.is_integer(score_type)):
+        raise DataError(
+            f"The score column {score!r} of {display} has type {score_type}; scores must be float "
+            "(or integer) numbers. Cast the column to float64."
+        )
+    if label is not None:
+        label_type = schema.field(label).type
+        if not (pa.types.is_integer(label_type) or pa.types.is_boolean(label_type) or pa.types.is_floating(label_type)):
+            raise DataError(
+                f"The label column {label!r} of {display} has type {label_type}; labels must be 0/1 "
+                "numbers. Cast the column to int8."
+            )
+    return kind
+
+
+def open_resource(url, *, storage_options=None, key: str = "key", score: str = "score", label: str | None = None) -> Resource:
+    """Open a Parquet resource from its metadata: files, row groups, N, schema, fingerprint.
+
+    Parameters
+    ----------
+    url : str
+        A Parquet file or a directory of Parquet files: local path, ``file://``, ``s3://`` or any
+        fsspec URL.
+    storage_options : dict or JSON text, optional
+        fsspec options (credentials, ``endpoint_url``). Default: the standard AWS chain for S3.
+    key, score : str, default="key", "score"
+        Names of the item-key and score columns.
+    label : str, optional
+        Name of a 0/1 ground-truth column (simulations, validation sets).
+
+    Returns
+    -------
+    Resource
+
+    Raises
+    ------
+    InputError
+        The URL cannot be opened (no such path or bucket, wrong credentials, no Parquet files).
+    DataError
+        A file is not readable Parquet, a column is missing or of the wrong type, the files
+        disagree on the key type, statistics show nulls or non-finite scores or labels outside
+        0/1, or the resource has no rows.
+
+    Notes
+    -----
+    The fingerprint hashes every file's relative path, size, ETag / modification time and the
+    row counts and score ranges of its row groups: it changes when the data does, and costs no
+    data read.
+
+    Examples
+    --------
+    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+    >>> d = tempfile.mkdtemp()
+    >>> pq.write_table(pa.table({"key": [1, 2, 3], "score": [0.9, 0.5, 0.5]}), os.path.join(d, "a.parquet"))
+    >>> res = open_resource(d)
+    >>> res.n, len(res.files), res.is_sorted_claim()
+    (3, 1, True)
+    """
+    owner = "open_resource"
+    for name, value in (("key", key), ("score", score)):
+        if not isinstance(value, str) or not value:
+            raise ParameterError(f"The {name!r} parameter of {owner} must be a column name. Got {value!r} instead.")
+    if label is not None and (not isinstance(label, str) or not label):
+        raise ParameterError(f"The 'label' parameter of {owner} must be a column name or None. Got {label!r} instead.")
+    if len({key, score, label} - {None}) != 2 + (label is not None):
+        raise ParameterError(f"The key, score and label columns of {owner} must be distinct. Got {key!r}, {score!r}, {label!r}.")
+    location = resolve(url, storage_options=storage_options)
+    listed = _list_files(location)
+    root = location.path.rstrip("/") or location.path
+    fs = location.fs
+    relatives = [posixpath.relpath(path, root) if path != root else posixpath.basename(path) for path, _ in listed]
+    names = [location.url if path == root else location.child(relative).url for (path, _), relative in zip(listed, relatives)]
+    if len(listed) == 1:
+        footers = [_read_footer(fs, listed[0][0], names[0])]
+    else:
+        # Footers are small; on object stores the latency of one request per file dominates.
+        with ThreadPoolExecutor(max_workers=min(16, len(listed))) as pool:
+            footers = list(pool.map(lambda i: _read_footer(fs, listed[i][0], names[i]), range(len(listed))))
+
+    key_kind = None
+    schema = None
+    row_groups: list[RowGroup] = []
+    fingerprint_files = []
+    for file_number, ((path, entry), (metadata, arrow_schema)) in enumerate(zip(listed, footers)):
+        relative, display = relatives[file_number], names[file_number]
+        kind = _validate_schema(arrow_schema, display, key=key, score=score, label=label)
+        if key_kind is None:
+            key_kind, schema = kind, arrow_schema
+        elif kind != key_kind:
+            raise DataError(
+                f"The files of {location.url} disagree on the key type: {display} has {kind} keys, "
+                f"earlier files {key_kind} keys. Write every file with one key type."
+            )
+        column_index = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
+        score_j = column_index[score]
+        checked = [(key, column_index[key]), (score, score_j)] + ([(label, column_index[label])] if label else [])
+        groups_fp = []
+        for index in range(metadata.num_row_groups):
+            group = metadata.row_group(index)
+            if group.num_rows == 0:
+                continue
+            for name, j in checked:
+                stats = group.column(j).statistics
+                if stats is not None and stats.has_null_count and stats.null_count > 0:
+                    raise DataError(
+                        f"The {name!r} column of {display} holds {stats.null_count} null values (row "
+                        f"group {index}). Drop or repair those items first."
+                    )
+            stats = group.column(score_j).statistics
+            lo = hi = None
+            if stats is not None and stats.has_min_max:
+                lo, hi = _finite_or_none(stats.min), _finite_or_none(stats.max)
+                for value in (stats.min, stats.max):
+                    if isinstance(value, float) and math.isinf(value):
+                        raise DataError(
+                            f"The score column {score!r} of {display} holds an infinite score (row "
+                            f"group {index}). Scores must be finite: drop or repair those items first."
+                        )
+            if label:
+                label_stats = group.column(column_index[label]).statistics
+                if label_stats is not None and label_stats.has_min_max and (
+                    float(label_stats.min) < 0 or float(label_stats.max) > 1
+                ):
+                    raise DataError(
+                        f"The label column {label!r} of {display} holds values outside 0/1 (row group "
+                        f"{index}: min {label_stats.min}, max {label_stats.max}). Map labels to 0 and 1."
+                    )
+            sizes = tuple(
+                (group.column(j).path_in_schema, int(group.column(j).total_compressed_size))
+                for j in range(group.num_columns)
+            )
+            row_groups.append(RowGroup(file_number, index, int(group.num_rows), lo, hi, sizes))
+            groups_fp.append([int(group.num_rows), lo, hi])
+        tag = entry.get("ETag") or entry.get("etag") or entry.get("md5")
+        mtime = entry.get("mtime") or entry.get("LastModified") or entry.get("last_modified") or entry.get("updated")
+        fingerprint_files.append([relative, int(entry.get("size") or 0), None if tag is None else str(tag),
+                                  None if mtime is None else str(mtime), groups_fp])
+
+    n = sum(rg.num_rows for rg in row_groups)
+    if n == 0:
+        raise DataError(f"The resource {location.url} holds no rows. Point the URL at a non-empty dataset.")
+    digest = hashlib.sha256(
+        json.dumps({"columns": [key, score, label], "files": fingerprint_files}, sort_keys=True).encode()
+    ).hexdigest()
+    return Resource(
+        url=location.url,
+        files=tuple(path for path, _ in listed),
+        row_groups=tuple(row_groups),
+        n=n,
+        key=key,
+        score=score,
+        label=label,
+        key_kind=key_kind,
+        fingerprint=digest,
+        schema=schema,
+        root=root,
+        fs=fs,
+        storage_options=location.storage_options,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reading rows (used inside Dask tasks)
+
+
+@contextlib.contextmanager
+def open_parquet(fs, path: str, *, display: str):
+    """Open one Parquet file for reading row groups; errors name ``display``."""
+    is_local = isinstance(fs, LocalFileSystem)
+    with storage_errors(display, action="read"):
+        # No read-ahead on object stores: pyarrow asks for whole column chunks, each one range GET.
+        with fs.open(path, "rb", **({} if is_local else {"cache_type": "none"})) as fh:
+            try:
+                parquet = pq.ParquetFile(fh)
+            except (pa.ArrowInvalid, pa.ArrowIOError) as exc:
+                raise corrupt_file_error(display, exc) from None
+            yield parquet
+
+
+def read_group(parquet, index: int, columns: Sequence[str], *, display: str) -> pa.Table:
+    """Read the ``columns`` of row group ``index`` of an open Parquet file."""
+    if index >= parquet.metadata.num_row_groups:
+        raise DataError(
+            f"{display} changed after the resource was opened: it has {parquet.metadata.num_row_groups} "
+            f"row groups now, no row group {index}. Open the resource again on data that stays put."
+        )
+    try:
+        return parquet.read_row_group(index, columns=list(columns))
+    except (pa.ArrowInvalid, pa.ArrowIOError, IndexError) as exc:
+        raise corrupt_file_error(f"{display} (row group {index})", exc) from None
+
+
+def read_row_groups(fs, path: str, indices: Sequence[int], columns: Sequence[str], *, display: str) -> Iterator[tuple[int, pa.Table]]:
+    """Yield ``(index, table)`` for the row groups ``indices`` of one file, one at a time."""
+    with open_parquet(fs, path, display=display) as parquet:
+        for index in indices:
+            yield index, read_group(parquet, index, columns, display=display)
+
+
+def scores_of(table: pa.Table, column: str, where: str) -> np.ndarray:
+    """The score column as float64, checked to be non-null and finite."""
+    array = table.column(column)
+    if array.null_count:
+        raise DataError(f"The score column {column!r} holds null values in {where}. Drop or repair those items first.")
+    values = np.asarray(pc.cast(array, pa.float64()).to_numpy(), dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"The score column {column!r} holds a non-finite score ({values[i]}) in {where}, row {i}. "
+            "Scores must be finite: drop or repair those items first."
+        )
+    return values
+
+
+def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
+    """The key column as int64 or object (str) numpy array, checked to be non-null."""
+    array = table.column(column)
+    if array.null_count:
+        raise DataError(f"The key column {column!r} holds null values in {where}. Every item needs a key.")
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    if pa.types.is_integer(array.type):
+        return np.asarray(array.to_numpy()).astype(np.int64, copy=False)
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def descending_ordinal(scores: np.ndarray) -> np.ndarray:
+    """Map float64 scores to uint64 so that ascending ordinals are descending scores.
+
+    Exact and order-preserving (IEEE-754 bit trick); -0.0 and 0.0 share an ordinal, as they
+    compare equal.
+
+    >>> descending_ordinal(np.array([1.0, -2.0, 0.0, -0.0, 3.0])).argsort(kind="stable").tolist()
+    [4, 0, 2, 3, 1]
+    """
+    bits = (np.asarray(scores, dtype=np.float64) + 0.0).view(np.uint64)
+    ascending = np.where(bits & _SIGN, ~bits, bits | _SIGN)
+    return ~ascending
+
+
+def rank_sort(ordinals: np.ndarray, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Permutation putting rows in rank order: ordinal, then key hash, then key."""
+    return np.lexsort((keys, hashes, ordinals))
+
+
+def check_unique(keys: np.ndarray, where: str) -> None:
+    """Raise DataError naming an example when ``keys`` holds a duplicate."""
+    duplicated = pd.Series(keys).duplicated(keep=False).to_numpy()
+    if duplicated.any():
+        example = keys[int(np.flatnonzero(duplicated)[0])]
+        example = example.item() if isinstance(example, np.generic) else example
+        raise DataError(
+            f"The key {example!r} occurs more than once in {where} ({int(duplicated.sum())} rows share "
+            "a key with another). Keys must be unique: deduplicate the resource."
+        )
+
+
+def extra_columns(resource: Resource, columns) -> list[str]:
+    """Validate the extra output columns (default: the label column, if any)."""
+    if columns is None:
+        return [resource.label] if resource.label else []
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise ParameterError(f"The 'columns' parameter must be a list of column names. Got {columns!r} instead.")
+    names = resource.schema.names
+    out = []
+    for column in columns:
+        if column in (resource.key, resource.score) or column in out:
+            continue
+        if column not in names:
+            raise ParameterError(f"The resource {resource.url} has no column {column!r} (columns: {', '.join(names)}).")
+        if column in ("rank", "key", "score"):
+            raise ParameterError(f"The extra column {column!r} would collide with an output column of the same name; rename it.")
+        out.append(column)
+    return out
+
+
+def check_ranks(ranks, n: int, *, owner: str) -> np.ndarray:
+    """Return the sorted distinct 1-based ranks as int64 after checking each is in [1, n]."""
+    array = np.asarray(ranks)
+    if array.dtype.kind == "f" and np.isfinite(array).all() and (array == np.round(array)).all():
+        array = array.astype(np.int64)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise ParameterError(f"The 'ranks' parameter of {owner} must be a 1-d array of integers. Got {ranks!r:.80} instead.")
+    array = np.unique(array.astype(np.int64))
+    if array.size and (array[0] < 1 or array[-1] > n):
+        bad = array[0] if array[0] < 1 else array[-1]
+        raise ParameterError(f"The 'ranks' parameter of {owner} must hold ranks in [1, {n}]. Got {bad} instead.")
+    return array
+
+
+def empty_result(resource: Resource, extras: list[str]) -> pd.DataFrame:
+    """The result of extracting no ranks: the right columns, no rows."""
+    key_type = resource.schema.field(resource.key).type
+    keys = np.empty(0, dtype=np.int64 if _key_kind(key_type) == "int" else object)
+    table = pa.table({name: pa.array([], type=resource.schema.field(name).type) for name in extras}) if extras else None
+    frame = result_frame(np.empty(0, dtype=np.int64), keys, np.empty(0), table)
+    frame.attrs = {"bytes_read": 0, "row_groups_read": 0}
+    return frame
+
+
+def check_labels(frame: pd.DataFrame, label: str | None, where: str) -> None:
+    """Raise DataError if the label column of extracted rows holds anything but 0/1."""
+    if label is None or label not in frame.columns:
+        return
+    values = frame[label]
+    if values.isna().any():
+        raise DataError(f"The label column {label!r} holds missing values in {where}. Every label must be 0 or 1.")
+    bad = ~values.isin([0, 1])
+    if bad.any():
+        raise DataError(
+            f"The label column {label!r} holds {values[bad].iloc[0]} in {where}; labels must be 0 or 1. "
+            "Map the labels to 0/1 first."
+        )
+
+
+def result_frame(positions: np.ndarray, keys: np.ndarray, scores: np.ndarray, extras: pa.Table | None) -> pd.DataFrame:
+    """The output of rank extraction: rank, key, score, then the extra columns, by rank."""
+    frame = pd.DataFrame({"rank": positions.astype(np.int64) + 1, "key": keys, "score": scores.astype(np.float64)})
+    if extras is not None:
+        for name in extras.column_names:
+            frame[name] = extras.column(name).to_pandas().to_numpy()
+    return frame
+
+
+# --------------------------------------------------------------------------------------------
+# Order
+
+
+def _order_from_statistics(resource: Resource) -> OrderCheck:
+    groups = resource.row_groups
+    for g, rg in enumerate(groups):
+        if not rg.has_score_range:
+            return OrderCheck(False, "statistics", f"{resource.relative_name(rg.file)} row group {rg.index} has no score statistics")
+        if g and groups[g - 1].score_min < rg.score_max:
+            prev = groups[g - 1]
+            return OrderCheck(
+                False,
+                "statistics",
+                f"{resource.relative_name(rg.file)} row group {rg.index} reaches score {rg.score_max!r}, above "
+                f"the minimum {prev.score_min!r} of the row group before it "
+                f"({resource.relative_name(prev.file)} row group {prev.index})",
+            )
+    return OrderCheck(True, "statistics")
+
+
+def _order_task(partition: Partition, fs, score: str, names: dict):
+    """Per row group: (first score, last score, first row where the score rises, or None)."""
+    out = []
+    display = names[partition.path]
+    for index, table in read_row_groups(fs, partition.path, partition.indices, [score], display=display):
+        values = scores_of(table, score, f"{display} row group {index}")
+        rises = np.flatnonzero(np.diff(values) > 0)
+        violation = None if rises.size == 0 else int(rises[0]) + 1
+        out.append((float(values[0]), float(values[-1]), violation))
+    return out
+
+
+def run_tasks(client, function, partitions, *args):
+    """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process."""
+    if client is None:
+        return [function(p, *args) for p in partitions]
+    futures = client.map(function, partitions, *[[a] * len(partitions) for a in args], pure=False)
+    try:
+        return client.gather(futures)
+    finally:
+        for future in futures:
+            future.release()
+
+
+def verify_order(resource: Resource, *, full: bool = False, client=None) -> OrderCheck:
+    """Check that the resource is sorted by descending score.
+
+    Parameters
+    ----------
+    resource : Resource
+    full : bool, default=False
+        False: from row-group statistics only (no data read; every boundary between row groups
+        and files, not the order inside row groups). True: read every score, one Dask task per
+        partition, and check every pair of neighbouring rows (and finiteness on the way).
+    client : distributed.Client, optional
+        Cluster for the full check; default in-process.
+
+    Returns
+    -------
+    OrderCheck
+
+    Examples
+    --------
+    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+    >>> d = tempfile.mkdtemp()
+    >>> pq.write_table(pa.table({"key": [1, 2, 3], "score": [0.1, 0.5, 0.3]}), os.path.join(d, "a.parquet"))
+    >>> res = open_resource(d)
+    >>> res.is_sorted_claim()  # one row group: its statistics cannot see inside it
+    True
+    >>> verify_order(res, full=True)
+    OrderCheck(sorted=False, method='full', detail='a.parquet row group 0: the score rises at row 1')
+    """
+    if not full:
+        return _order_from_statistics(resource)
+    parts = resource.partitions()
+    results = run_tasks(client, _order_task, parts, resource.fs, resource.score, displays(resource))
+    previous = None
+    for part, per_group in zip(parts, results):
+        for unit, (first, last, violation) in zip(part.units, per_group):
+            rg = resource.row_groups[unit]
+            where = f"{resource.relative_name(rg.file)} row group {rg.index}"
+            if violation is not None:
+                return OrderCheck(False, "full", f"{where}: the score rises at row {violation}")
+            if previous is not None and previous[0] < first:
+                return OrderCheck(False, "full", f"{where} starts at score {first!r}, above the last score {previous[0]!r} of {previous[1]}")
+            previous = (last, where)
+    return OrderCheck(True, "full")
+
+
+# --------------------------------------------------------------------------------------------
+# Extraction from sorted input
+
+
+def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of row groups [g0, g1] that hold the requested positions and whole tie runs.
+
+    A block starts where the previous row group's minimum is strictly above its maximum (so no
+    tie run crosses the boundary) and likewise ends: its rows are a contiguous range of ranks.
+    """
+    groups = resource.row_groups
+    offsets = resource.offsets
+    hit = np.unique(np.searchsorted(offsets, positions, side="right") - 1)
+    blocks: list[tuple[int, int]] = []
+    for g in hit.tolist():
+        if blocks and g <= blocks[-1][1]:
+            continue
+        g0 = g
+        while g0 > 0 and groups[g0 - 1].score_min == groups[g0].score_max:
+            g0 -= 1
+        g1 = g
+        while g1 + 1 < len(groups) and groups[g1].score_min == groups[g1 + 1].score_max:
+            g1 += 1
+        if blocks and g0 <= blocks[-1][1]:
+            g0 = blocks.pop()[0]
+        blocks.append((g0, g1))
+    return blocks
+
+
+def _block_task(task, fs, key: str, score: str, extras: list[str], names: dict):
+    """Read a block of row groups whole, order it by rank, keep the wanted positions."""
+    block, refs, start, wanted = task
+    key_parts, score_parts, extra_parts = [], [], []
+    for path, indices in refs:
+        display = names[path]
+        for index, table in read_row_groups(fs, path, indices, [key, score, *extras], display=display):
+            where = f"{display} row group {index}"
+            key_parts.append(keys_of(table, key, where))
+            score_parts.append(scores_of(table, score, where))
+            if extras:
+                extra_parts.append(table.select(extras))
+    keys = np.concatenate(key_parts)
+    scores = np.concatenate(score_parts)
+    order = rank_sort(descending_ordinal(scores), key_hash(keys), keys)
+    take = order[wanted - start]
+    check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
+    extras_table = pa.concat_tables(extra_parts, promote_options="permissive").take(pa.array(take)) if extras else None
+    return result_frame(wanted, keys[take], scores[take], extras_table)
+
+
+def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_block_rows: int = DEFAULT_BLOCK_ROWS) -> pd.DataFrame:
+    """Return the items at ``ranks`` of a resource sorted by descending score.
+
+    Reads only the row groups that hold the requested ranks, extended over any run of tied
+    scores that crosses their boundaries: inside such a run rank order is by key hash, so the
+    whole run is read and ordered by (key hash, key).
+
+    Parameters
+    ----------
+    resource : Resource
+        Must satisfy :meth:`Resource.is_sorted_claim` (row-group statistics in descending order).
+    ranks : array-like of int
+        1-based ranks in [1, n]; duplicates are ignored.
+    client : distributed.Client, optional
+        Read the blocks of row groups as tasks on this cluster; default in-process.
+    columns : list of str, optional
+        Extra columns to return. Default: the label column, if the resource has one.
+    max_block_rows : int, default=2**22
+        Largest block of row groups read whole by one task; a larger block (a run of tied scores
+        over many row groups) is resolved by :func:`prdist.dataflow.select.select_ranks`'s
+        bounded-memory selection restricted to that block.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``rank`` (int64), ``key``, ``score`` (float64), then ``columns``; one row per
+        distinct requested rank, in rank order. ``attrs["bytes_read"]`` holds the compressed
+        Parquet bytes read and ``attrs["row_groups_read"]`` the number of row groups read.
+
+    Raises
+    ------
+    DataError
+        The statistics do not show descending order (use ``select_ranks`` for unsorted input),
+        a key occurs twice among the rows read, or a score read is null or not finite.
+
+    Examples
+    --------
+    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+    >>> from prdist.ranking import rank_order
+    >>> d = tempfile.mkdtemp()
+    >>> scores = [0.9, 0.7, 0.7, 0.7, 0.2]
+    >>> pq.write_table(pa.table({"key": [10, 11, 12, 13, 14], "score": scores}), os.path.join(d, "a.parquet"), row_group_size=2)
+    >>> res = open_resource(d)
+    >>> extract_ranks(res, [2, 3, 4])["key"].tolist() == [[10, 11, 12, 13, 14][i] for i in rank_order(scores, [10, 11, 12, 13, 14])[1:4]]
+    True
+    """
+    from .select import select_positions  # select.py builds on this module
+
+    owner = "extract_ranks"
+    wanted = check_ranks(ranks, resource.n, owner=owner) - 1
+    extras = extra_columns(resource, columns)
+    max_block_rows = check_int(max_block_rows, name="max_block_rows", owner=owner, low=1)
+    check = _order_from_statistics(resource)
+    if not check.sorted:
+        raise DataError(
+            f"extract_ranks needs a resource sorted by descending score, and {resource.url} is not: "
+            f"{check.detail}. Use prdist.dataflow.select.select_ranks for unsorted input."
+        )
+    if wanted.size == 0:
+        return empty_result(resource, extras)
+    offsets = resource.offsets
+    direct, large = [], []
+    for g0, g1 in _blocks(resource, wanted):
+        start, stop = int(offsets[g0]), int(offsets[g1 + 1])
+        lo, hi = np.searchsorted(wanted, [start, stop])
+        block = (g0, g1, start, wanted[lo:hi])
+        (direct if stop - start <= max_block_rows else large).append(block)
+
+    read_columns = [resource.key, resource.score, *extras]
+    frames, bytes_read, groups_read = [], 0, 0
+    if direct:
+        tasks = []
+        for g0, g1, start, block_wanted in direct:
+            refs = _refs(resource, range(g0, g1 + 1))
+            tasks.append(((g0, g1), refs, start, block_wanted))
+            bytes_read += resource.bytes_of(range(g0, g1 + 1), read_columns)
+            groups_read += g1 - g0 + 1
+        frames += run_tasks(client, _block_task, tasks, resource.fs, resource.key, resource.score, extras, displays(resource))
+    for g0, g1, start, block_wanted in large:
+        frame = select_positions(resource, block_wanted, units=range(g0, g1 + 1), base=start, client=client, extras=extras)
+        bytes_read += frame.attrs["bytes_read"]
+        groups_read += frame.attrs["row_groups_read"]
+        frames.append(frame)
+    result = pd.concat(frames, ignore_index=True).sort_values("rank", ignore_index=True)
+    check_unique(result["key"].to_numpy(), f"the rows extracted from {resource.url}")
+    check_labels(result, resource.label, resource.url)
+    result.attrs = {"bytes_read": int(bytes_read), "row_groups_read": int(groups_read)}
+    return result
+
+
+def displays(resource: Resource) -> dict[str, str]:
+    """File path -> its printable (redacted) URL, for error messages raised inside tasks."""
+    out = {}
+    for number, path in enumerate(resource.files):
+        out[path] = resource.url if path == resource.root else f"{resource.url.rstrip('/')}/{resource.relative_name(number)}"
+    return out
+
+
+def _refs(resource: Resource, units) -> list[tuple[str, list[int]]]:
+    """Group row groups by file: [(path, [row-group index, ...]), ...] in storage order."""
+    refs: list[tuple[str, list[int]]] = []
+    for unit in units:
+        rg = resource.row_groups[unit]
+        path = resource.files[rg.file]
+        if refs and refs[-1][0] == path:
+            refs[-1][1].append(rg.index)
+        else:
+            refs.append((path, [rg.index]))
+    return refs

@@ -1,0 +1,648 @@
+"""Synthetic resources with known truth, written at billion scale without a sort.
+
+A synthetic resource is ``n`` items drawn i.i.d. from a population model
+(:mod:`prdist.population`): a label Y ~ Bernoulli(prevalence) and a score from the positive or
+negative score distribution. Its precision at every cut-off is therefore known exactly, which makes
+it the test oracle and demo input of the whole pipeline.
+
+Two layouts:
+
+``order="sorted"``
+    The rows are written in rank order (descending score) **without sorting anything**. If
+    ``u_(1) < ... < u_(n)`` are the order statistics of ``n`` i.i.d. uniforms, row ``i`` gets the
+    score ``Q(v_i)`` with ``v_i = 1 - u_(i)``, where ``Q`` is the model's inverse mixture cdf
+    (``model.score_quantile``); its label is then drawn from ``P(Y=1 | score)``. ``Q(1 - U)`` has
+    the law of a score, so this is exactly the joint law of an i.i.d. sample of (score, label)
+    pairs, listed in rank order.
+
+    The order statistics come hierarchically. The rows are cut into generation blocks of
+    :data:`BLOCK_ROWS` rows. The cdf level at the last row of every block is an order statistic;
+    given the previous one, ``v_j = v_{j-1} * B_j`` with ``B_j ~ Beta(n - c_j + 1, m_j)`` (``c_j``
+    rows up to and including block ``j``, ``m_j`` in it), drawn from the master seed. Given its
+    two boundary values, the inside of a block holds ``m_j - 1`` i.i.d. uniforms between them,
+    sorted; normalised cumulative sums of ``m_j`` exponential spacings give those sorted uniforms
+    exactly, in O(m) without a sort. Every block has its own seed, so a block's rows do not depend
+    on which worker computes it, nor on how blocks are grouped into partition files.
+
+``order="shuffled"``
+    Every block is an i.i.d. sample (``model.sample``) with its own seed: the same distribution,
+    in no particular order.
+
+Keys. The item at generation position ``i`` (0-based, over the whole resource) gets the int64
+key whose :func:`prdist.ranking.key_hash` is ``i``. For integer keys that hash is the bijective
+splitmix64 finaliser, so the key is its exact inverse: keys are unique without any bookkeeping, look
+random, and — in a sorted resource — rows of equal score (discrete models) are already in the order
+of :func:`prdist.ranking.rank_order`, ties broken by ascending key hash, *also across partition
+files*. A sorted synthetic file is thus in true rank order, row for row.
+
+Determinism. The rows depend only on (model, n, order, seed): not on the number of partitions,
+row groups or workers. With the same partitioning the files are byte-identical whatever the
+cluster (on one platform: the model's special functions may round differently on other CPUs).
+
+Known truth. Every file carries the model (name and parameters), n, order, seed and layout in its
+Parquet key-value metadata under :data:`METADATA_KEY`; :func:`read_synth_metadata` rebuilds the
+model from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import posixpath
+import traceback
+import uuid
+from dataclasses import dataclass
+
+import dask
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import population
+from .._validation import check_choice, check_int
+from ..errors import DataError, InputError, ParameterError
+from ..ranking import key_hash
+# _publish is storage's all-or-nothing, create-only write of a file produced by a callback: it
+# streams a partition row group by row group instead of holding it in memory.
+from .storage import Location, _publish, resolve, storage_errors, write_bytes_exclusive
+
+__all__ = [
+    "BLOCK_ROWS",
+    "METADATA_KEY",
+    "SyntheticResource",
+    "read_synth_metadata",
+    "synthetic_keys",
+    "write_synthetic",
+]
+
+#: Rows per generation block: the unit of randomness. Fixed, so that the rows of a resource do not
+#: depend on how it is cut into files; small, so a partition that starts or ends inside a block
+#: wastes little work generating the rows it does not keep.
+BLOCK_ROWS = 1 << 16
+#: Default rows per partition file (about 70 MB of Parquet): 239 files for 10^9 rows.
+DEFAULT_PARTITION_ROWS = 1 << 22
+#: Default rows per Parquet row group (about 2 MB): a partition task holds about one row group in
+#: memory, and a reader that extracts a window of ranks reads whole row groups, so small ones
+#: keep both low.
+DEFAULT_ROW_GROUP_ROWS = 1 << 17
+#: Parquet key-value metadata key under which every file records the resource's known truth.
+METADATA_KEY = b"prdist.synth"
+#: The commit marker: written last; a dataset without it is not a (complete) synthetic resource.
+MARKER = "_prdist_synth.json"
+_FORMAT_VERSION = 1
+
+SCHEMA = pa.schema([("key", pa.int64()), ("score", pa.float64()), ("label", pa.int8())])
+
+# Independent SeedSequence streams: spawn_key = (stream, index).
+_BOUNDARY_STREAM, _SORTED_STREAM, _SHUFFLED_STREAM = 0, 1, 2
+
+# Cdf levels are kept inside [_V_MIN, _V_MAX] so that the inverse cdf stays finite (Q(1) is
+# +inf for unbounded models). An exact order statistic falls outside only with
+# probability below n * 2**-53 (2e-7 at n = 1e9), so the clip changes the law by at most that much
+# in total variation.
+_V_MIN = float(np.finfo(np.float64).tiny)
+_V_MAX = 1.0 - 2.0**-53
+
+# pandas hashes integers with the splitmix64 finaliser; these undo its two multiplications.
+_MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_UNMIX1, _UNMIX2 = pow(_MIX1, -1, 1 << 64), pow(_MIX2, -1, 1 << 64)
+
+
+def synthetic_keys(start: int, stop: int) -> np.ndarray:
+    """Return the keys of the items at generation positions ``start .. stop - 1``.
+
+    The key of position ``i`` is the int64 whose :func:`prdist.ranking.key_hash` equals ``i``, so
+    keys are unique and ascending positions have ascending hashes (the rank tie-break).
+
+    Parameters
+    ----------
+    start, stop : int
+        Half-open range of 0-based positions, ``0 <= start <= stop <= 2**63``.
+
+    Returns
+    -------
+    ndarray of int64, shape (stop - start,)
+
+    Examples
+    --------
+    >>> from prdist.ranking import key_hash
+    >>> keys = synthetic_keys(5, 8)
+    >>> key_hash(keys).tolist()
+    [5, 6, 7]
+    """
+    x = np.arange(start, stop, dtype=np.uint64)
+    # Invert x ^= x >> s (s >= 22: two terms suffice), then the multiplications, in reverse order.
+    x ^= (x >> np.uint64(31)) ^ (x >> np.uint64(62))
+    x *= np.uint64(_UNMIX2)
+    x ^= (x >> np.uint64(27)) ^ (x >> np.uint64(54))
+    x *= np.uint64(_UNMIX1)
+    x ^= (x >> np.uint64(30)) ^ (x >> np.uint64(60))
+    return x.view(np.int64)
+
+
+def _check_key_hash_inverse() -> None:
+    # The rank-order guarantee of sorted output rests on key_hash being the splitmix64 finaliser
+    # for integers; fail loudly (not silently mis-ordered ties) if that ever changes.
+    probe = np.array([0, 1, 2, 12345, 2**40 + 7, 2**63 - 1], dtype=np.uint64)
+    for p in probe:
+        got = key_hash(synthetic_keys(int(p), int(p) + 1))[0]
+        if got != p:
+            raise RuntimeError(
+                "prdist.ranking.key_hash no longer hashes integers with the splitmix64 finaliser, "
+                "so synthetic keys would break the rank tie-break; update synthetic_keys to match."
+            )
+
+
+def _block_sizes(n: int) -> np.ndarray:
+    count = -(-n // BLOCK_ROWS)
+    sizes = np.full(count, BLOCK_ROWS, dtype=np.int64)
+    sizes[-1] = n - BLOCK_ROWS * (count - 1)
+    return sizes
+
+
+def _block_levels(n: int, seed: int) -> np.ndarray:
+    """Cdf level v_j = 1 - u_(c_j) at the last row of every block j (non-increasing).
+
+    With c_j rows up to and including block j, the c_j-th smallest of n uniforms satisfies
+    1 - U_(c_j) = (1 - U_(c_{j-1})) * B_j, B_j ~ Beta(n - c_j + 1, m_j), independently of the past
+    (given U_(c_{j-1}), the other n - c_{j-1} uniforms are i.i.d. above it). Drawing B_j rather than
+    1 - B_j keeps full relative precision where the cdf level is tiny (the last ranks).
+    """
+    sizes = _block_sizes(n)
+    ends = np.cumsum(sizes)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_BOUNDARY_STREAM,)))
+    ratios = rng.beta((n - ends + 1).astype(np.float64), sizes.astype(np.float64))
+    return np.clip(np.cumprod(ratios), _V_MIN, _V_MAX)
+
+
+def _sorted_block(model, seed: int, j: int, rows: int, v_hi: float, v_lo: float, s_hi: float, s_lo: float):
+    """Rows of block j of a sorted resource: cdf levels in (v_lo, v_hi) descending to v_lo.
+
+    ``s_hi`` and ``s_lo`` are the scores of the two boundaries (the previous block's last row and
+    this block's last row), computed once by the caller, so that blocks meet in descending order
+    whatever the rounding of the model's inverse cdf.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_SORTED_STREAM, j)))
+    spacings = rng.standard_exponential(rows)
+    # w_i = (sum of the spacings after i) / (sum of all): the m - 1 sorted uniforms between the
+    # boundaries, descending, then 0 for the block's last row (which sits on v_lo exactly).
+    after = np.cumsum(spacings[::-1])[::-1]
+    w = np.empty(rows)
+    w[:-1] = after[1:] / after[0]
+    w[-1] = 0.0
+    v = v_lo + (v_hi - v_lo) * w
+    np.minimum(v, _V_MAX, out=v)
+    scores = np.asarray(model.score_quantile(v), dtype=np.float64)
+    # A numerical inverse cdf can be non-monotone by its rounding or root-finding tolerance; the
+    # running minimum and the clip to the boundary scores restore the descending order while
+    # moving no score by more than that tolerance.
+    np.clip(scores, s_lo, s_hi, out=scores)
+    scores[-1] = s_lo
+    np.minimum.accumulate(scores, out=scores)
+    positive = np.asarray(model.positive_probability(scores), dtype=np.float64)
+    labels = (rng.random(rows) < positive).astype(np.int8)
+    return scores, labels
+
+
+def _shuffled_block(model, seed: int, j: int, rows: int):
+    """Rows of block j of a shuffled resource: an i.i.d. sample with the block's own seed."""
+    scores, labels = model.sample(rows, seed=np.random.SeedSequence(seed, spawn_key=(_SHUFFLED_STREAM, j)))
+    return np.asarray(scores, dtype=np.float64), np.asarray(labels).astype(np.int8)
+
+
+@dataclass(frozen=True)
+class _PartitionSpec:
+    """What one partition task needs: its rows [start, stop) and, for sorted output, the cdf
+    levels and scores of the block boundaries around them (first_block - 1 .. last block)."""
+
+    name: str
+    order: str
+    seed: int
+    n: int
+    start: int
+    stop: int
+    levels: np.ndarray | None
+    boundary_scores: np.ndarray | None
+
+    @property
+    def first_block(self) -> int:
+        return self.start // BLOCK_ROWS
+
+    @property
+    def last_block(self) -> int:
+        return (self.stop - 1) // BLOCK_ROWS
+
+
+def _partition_tables(model, spec: _PartitionSpec):
+    """Yield the rows of one partition as Arrow tables, block by block, in file order."""
+    for i, j in enumerate(range(spec.first_block, spec.last_block + 1)):
+        block_start = j * BLOCK_ROWS
+        rows = min(BLOCK_ROWS, spec.n - block_start)
+        if spec.order == "sorted":
+            scores, labels = _sorted_block(
+                model,
+                spec.seed,
+                j,
+                rows,
+                v_hi=float(spec.levels[i]),
+                v_lo=float(spec.levels[i + 1]),
+                s_hi=float(spec.boundary_scores[i]),
+                s_lo=float(spec.boundary_scores[i + 1]),
+            )
+        else:
+            scores, labels = _shuffled_block(model, spec.seed, j, rows)
+        lo = max(spec.start, block_start) - block_start
+        hi = min(spec.stop, block_start + rows) - block_start
+        yield pa.table(
+            [synthetic_keys(block_start + lo, block_start + hi), scores[lo:hi], labels[lo:hi]],
+            schema=SCHEMA,
+        )
+
+
+def _write_partition(model, spec: _PartitionSpec, directory: Location, metadata: bytes, row_group_size: int) -> int:
+    """Generate one partition and write it as one Parquet file; return its row count.
+
+    Memory stays about one row group plus one block, whatever the partition size. The file
+    appears whole or not at all, and never replaces another (storage's create-only write).
+    """
+    schema = SCHEMA.with_metadata({METADATA_KEY: metadata})
+
+    def write(sink) -> None:
+        pending, pending_rows = [], 0
+        with pq.ParquetWriter(sink, schema) as writer:
+            for table in _partition_tables(model, spec):
+                pending.append(table)
+                pending_rows += table.num_rows
+                while pending_rows >= row_group_size:
+                    joined = pa.concat_tables(pending)
+                    writer.write_table(joined.slice(0, row_group_size), row_group_size=row_group_size)
+                    pending = [joined.slice(row_group_size)]
+                    pending_rows = pending[0].num_rows
+            if pending_rows:
+                writer.write_table(pa.concat_tables(pending), row_group_size=row_group_size)
+
+    _publish(directory.child(spec.name), write, exclusive=True)
+    return spec.stop - spec.start
+
+
+def _partition_task(*args) -> int | Exception:
+    """:func:`_write_partition` as a Dask task that returns its error instead of raising it.
+
+    A scheduler stops waiting at the first task that raises while the others keep writing; the
+    caller must see every task finish before it removes what a failed write left.
+    """
+    try:
+        return _write_partition(*args)
+    except Exception as exc:
+        exc.add_note(f"in the task writing a synthetic partition:\n{traceback.format_exc()}")
+        return exc
+
+
+# ---------------------------------------------------------------------------------------------
+# The model in the metadata
+
+_FAMILIES = ("binormal", "bilognormal", "bibeta", "uniform", "discrete", "bumped")
+
+
+def _describe_model(model) -> dict:
+    """{"family", "parameters"} of a population model, nested models described in turn."""
+    params = {}
+    for name, value in model.parameters.items():
+        if isinstance(value, population.ScoreModel):
+            params[name] = _describe_model(value)
+        elif isinstance(value, tuple):
+            params[name] = list(value)
+        else:
+            params[name] = value
+    return {"family": model.family, "parameters": params}
+
+
+def _rebuild_model(description: dict):
+    family = description.get("family")
+    if family not in _FAMILIES:
+        raise DataError(
+            f"The synthetic-resource metadata names the model family {family!r}, which this "
+            f"version of prdist does not know (known: {', '.join(_FAMILIES)}). Upgrade prdist."
+        )
+    params = {
+        name: _rebuild_model(value) if isinstance(value, dict) else value
+        for name, value in description["parameters"].items()
+    }
+    return getattr(population, family)(**params)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+@dataclass(frozen=True, eq=False)
+class SyntheticResource:
+    """A synthetic resource and its known truth.
+
+    Attributes
+    ----------
+    url : str
+        Where the Parquet dataset lives (a directory of ``part-*.parquet`` files in file order).
+    model : prdist.population.ScoreModel
+        The population model the rows were drawn from: ``model.precision_at_fraction(r / n)`` is
+        the expected precision at rank r.
+    n : int
+        Number of rows.
+    order : {"sorted", "shuffled"}
+        "sorted": rows in rank order (descending score, ties by key hash); "shuffled": i.i.d.
+    seed : int
+        The master seed.
+    partitions : int
+        Number of Parquet files.
+    files : tuple of (str, int)
+        (file name, row count) of every file, in order.
+    """
+
+    url: str
+    model: object
+    n: int
+    order: str
+    seed: int
+    partitions: int
+    files: tuple
+
+
+def write_synthetic(
+    model,
+    *,
+    n,
+    out,
+    partitions=None,
+    order="sorted",
+    seed,
+    storage_options=None,
+    client=None,
+    row_group_size=DEFAULT_ROW_GROUP_ROWS,
+) -> SyntheticResource:
+    """Write ``n`` i.i.d. items of a population model as a Parquet dataset, in parallel with Dask.
+
+    Columns: ``key`` (int64, unique), ``score`` (float64), ``label`` (int8, 0/1). One Dask task
+    writes each partition file; a task holds about one row group in memory, so 10^9 rows need
+    no more memory per worker than 10^6.
+
+    Parameters
+    ----------
+    model : prdist.population.ScoreModel
+        The population model (``prdist.population.binormal(...)``, ``discrete(...)``, ...).
+    n : int
+        Number of items, >= 1.
+    out : str
+        Destination: a local path or any fsspec URL (``s3://bucket/prefix`` through s3fs). It must
+        not exist yet (an existing empty directory is accepted).
+    partitions : int, optional
+        Number of Parquet files, in [1, n]. Default: one per 2**22 rows. The rows themselves do
+        not depend on it, only how they are cut into files.
+    order : {"sorted", "shuffled"}, default="sorted"
+        "sorted" writes rows in rank order without sorting (see the module notes); "shuffled"
+        in random order.
+    seed : int
+        Master seed, >= 0. The same seed gives the same rows; with the same ``partitions`` and
+        ``row_group_size`` the same bytes, whatever the number of workers.
+    storage_options : dict, optional
+        fsspec options for ``out`` (endpoint, credentials, ...).
+    client : distributed.Client, optional
+        Run the partition tasks on this cluster. Default: Dask's current scheduler (the default
+        client if one exists, else local threads).
+    row_group_size : int, default=2**17
+        Rows per Parquet row group, >= 1.
+
+    Returns
+    -------
+    SyntheticResource
+
+    Raises
+    ------
+    ParameterError
+        A parameter outside its domain.
+    InputError
+        ``out`` exists already or cannot be written.
+
+    Notes
+    -----
+    Publication is atomic on a local filesystem: the files are written into a hidden sibling
+    directory that is renamed to ``out`` at the end. On object stores, where nothing renames a
+    prefix atomically, the files are written in place and the dataset is committed by
+    ``_prdist_synth.json``, written last with a create-only write; :func:`read_synth_metadata`
+    refuses a dataset without it.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from prdist import population
+    >>> model = population.binormal(neg=(0, 1), pos=(1, 1), prevalence=0.3)
+    >>> out = os.path.join(tempfile.mkdtemp(), "resource")
+    >>> res = write_synthetic(model, n=1000, out=out, partitions=2, seed=7)
+    >>> res.n, res.partitions, [rows for _, rows in res.files]
+    (1000, 2, [500, 500])
+    >>> read_synth_metadata(out).model
+    binormal(neg=(0.0, 1.0), pos=(1.0, 1.0), prevalence=0.3)
+    """
+    owner = "write_synthetic"
+    if not isinstance(model, population.ScoreModel):
+        raise ParameterError(
+            f"The 'model' parameter of {owner} must be a population model (prdist.population."
+            f"binormal(...), discrete(...), ...). Got {model!r} instead."
+        )
+    if model.family not in _FAMILIES:
+        raise ParameterError(
+            f"The 'model' parameter of {owner} must be a model of family {', '.join(_FAMILIES)}. "
+            f"Got {model.family!r} instead."
+        )
+    n = check_int(n, name="n", owner=owner, low=1, high=2**62)
+    seed = check_int(seed, name="seed", owner=owner, low=0)
+    order = check_choice(order, name="order", owner=owner, choices=("sorted", "shuffled"))
+    if partitions is None:
+        partitions = -(-n // DEFAULT_PARTITION_ROWS)
+    partitions = check_int(partitions, name="partitions", owner=owner, low=1, high=n)
+    row_group_size = check_int(row_group_size, name="row_group_size", owner=owner, low=1)
+    if not isinstance(out, (str, os.PathLike)) or not os.fspath(out):
+        raise ParameterError(f"The 'out' parameter of {owner} must be a path or URL. Got {out!r} instead.")
+    location = resolve(out, storage_options=storage_options)
+    _check_key_hash_inverse()
+
+    description = {
+        "format": _FORMAT_VERSION,
+        "model": _describe_model(model),
+        "n": n,
+        "order": order,
+        "seed": seed,
+        "partitions": partitions,
+        "block_rows": BLOCK_ROWS,
+    }
+    metadata = json.dumps(description, sort_keys=True, separators=(",", ":")).encode()
+    specs = _partition_specs(model, n=n, order=order, seed=seed, partitions=partitions)
+    files = tuple((spec.name, spec.stop - spec.start) for spec in specs)
+    marker = (json.dumps({**description, "files": [list(f) for f in files]}, indent=1, sort_keys=True) + "\n").encode()
+
+    with _publication(location, [spec.name for spec in specs], marker) as directory:
+        args = (directory, metadata, row_group_size)
+        if client is not None:
+            # The model on every worker up front: each unpickles it once (and builds the quantile
+            # table a numerical inverse cdf caches on it once), and no worker is preferred for
+            # holding it, so the partitions spread over the whole cluster.
+            model_ref = client.scatter(model, broadcast=True, hash=False)
+            futures = [client.submit(_partition_task, model_ref, spec, *args, pure=False) for spec in specs]
+            results = client.gather(futures)
+        else:
+            model_node = dask.delayed(model, name=f"prdist-synth-model-{uuid.uuid4().hex}", traverse=False)
+            tasks = [dask.delayed(_partition_task, pure=False)(model_node, spec, *args) for spec in specs]
+            results = dask.compute(*tasks)
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+    return SyntheticResource(
+        url=_display(location), model=model, n=n, order=order, seed=seed, partitions=partitions, files=files
+    )
+
+
+def _partition_specs(model, *, n: int, order: str, seed: int, partitions: int) -> list[_PartitionSpec]:
+    # Sizes differ by at most one row: the first n % partitions files hold one more.
+    base, extra = divmod(n, partitions)
+    starts = [k * base + min(k, extra) for k in range(partitions + 1)]
+    width = max(5, len(str(partitions - 1)))
+    if order == "sorted":
+        # Levels and scores of every block boundary, with the top of the first block (level 1,
+        # clipped) in front; partition k needs those of blocks first-1 .. last.
+        levels = np.concatenate(([1.0], _block_levels(n, seed)))
+        boundary_scores = np.asarray(model.score_quantile(np.minimum(levels, _V_MAX)), dtype=np.float64)
+        if not np.all(np.isfinite(boundary_scores)):
+            raise DataError(
+                f"The model {model!r} has infinite scores at cdf levels inside (0, 1), so its "
+                "resource cannot be written; choose parameters with finite quantiles."
+            )
+    specs = []
+    for k in range(partitions):
+        start, stop = starts[k], starts[k + 1]
+        window = slice(start // BLOCK_ROWS, (stop - 1) // BLOCK_ROWS + 2)
+        specs.append(
+            _PartitionSpec(
+                name=f"part-{k:0{width}d}.parquet",
+                order=order,
+                seed=seed,
+                n=n,
+                start=start,
+                stop=stop,
+                levels=levels[window] if order == "sorted" else None,
+                boundary_scores=boundary_scores[window] if order == "sorted" else None,
+            )
+        )
+    return specs
+
+
+@contextlib.contextmanager
+def _publication(out: Location, names: list[str], marker: bytes):
+    """Yield the directory to write the files ``names`` into; publish them when the block succeeds.
+
+    Local disk: a hidden sibling directory renamed to ``out`` at the end (atomic). Elsewhere: the
+    files go in place and :data:`MARKER` is written last, create-only. On failure the files are
+    removed: nothing half-written stays behind.
+    """
+    fs, root = out.fs, out.path.rstrip("/")
+    with storage_errors(out, action="write"):
+        # Some object stores list a prefix's own "directory" object (key "prefix/"); it is empty.
+        taken = fs.exists(root) and (
+            fs.isfile(root) or any(p.rstrip("/") != root for p in fs.ls(root, detail=False))
+        )
+        if taken:
+            raise InputError(
+                f"The output {out.url} exists already. Choose a new output URL (--out), or delete "
+                "the old dataset first."
+            )
+    if out.is_local:
+        parent, name = posixpath.split(root)
+        target = resolve(posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.prdist-staging"))
+    else:
+        target = out  # object stores have no directories (and makedirs would create a bucket)
+    try:
+        if out.is_local:
+            with storage_errors(target, action="write"):
+                os.makedirs(target.path)
+        yield target
+        if out.is_local:
+            write_bytes_exclusive(target.child(MARKER).path, marker)
+            try:
+                os.rename(target.path, root)  # replaces an empty directory, refuses a non-empty one
+            except OSError as exc:
+                raise InputError(
+                    f"The output {out.url} appeared while the resource was being written "
+                    f"({exc.strerror}). Choose a new output URL (--out)."
+                ) from None
+        else:
+            marker_url = out.fs.unstrip_protocol(out.child(MARKER).path)  # unredacted
+            write_bytes_exclusive(marker_url, marker, storage_options=out.storage_options)
+    except BaseException:
+        # Best effort: the error being raised is the one to report. On an object store only this
+        # write's file names are removed, never the prefix: it may hold another writer's files.
+        if out.is_local:
+            with contextlib.suppress(Exception):
+                target.fs.rm(target.path, recursive=True)
+        else:
+            for name in names:
+                with contextlib.suppress(Exception):
+                    target.fs.rm(target.child(name).path)
+        raise
+
+
+def read_synth_metadata(url, *, storage_options=None) -> SyntheticResource:
+    """Read back what a synthetic resource was drawn from, with the model rebuilt.
+
+    Parameters
+    ----------
+    url : str
+        The dataset written by :func:`write_synthetic` (local path or fsspec URL).
+    storage_options : dict, optional
+        fsspec options for ``url``.
+
+    Returns
+    -------
+    SyntheticResource
+        ``.model`` is the population model, so ``.model.precision_at_fraction(r / .n)`` is the
+        expected precision at rank r of a sorted resource.
+
+    Raises
+    ------
+    DataError
+        ``url`` is not a complete synthetic resource (no commit marker, or files whose metadata
+        disagree with it).
+    """
+    location = resolve(url, storage_options=storage_options)
+    fs, root = location.fs, location.path.rstrip("/")
+    with storage_errors(location, action="read"):
+        try:
+            with fs.open(posixpath.join(root, MARKER), "rb") as fh:
+                marker = json.load(fh)
+        except FileNotFoundError:
+            raise DataError(
+                f"{location.url} is not a complete synthetic resource: it has no {MARKER} (an "
+                "interrupted write, or a resource not made by prdist synth). Write it again."
+            ) from None
+        files = tuple((str(name), int(rows)) for name, rows in marker["files"])
+        # The truth travels with the data: the first file's key-value metadata must agree.
+        with fs.open(posixpath.join(root, files[0][0]), "rb") as fh:
+            embedded = pq.read_schema(fh).metadata or {}
+    recorded = {k: v for k, v in marker.items() if k != "files"}
+    if METADATA_KEY not in embedded or json.loads(embedded[METADATA_KEY]) != recorded:
+        raise DataError(
+            f"The files of {location.url} do not carry the {METADATA_KEY.decode()} metadata its "
+            f"{MARKER} describes: the dataset was modified after it was written. Write it again."
+        )
+    return SyntheticResource(
+        url=_display(location),
+        model=_rebuild_model(marker["model"]),
+        n=int(marker["n"]),
+        order=marker["order"],
+        seed=int(marker["seed"]),
+        partitions=int(marker["partitions"]),
+        files=files,
+    )
+
+
+def _display(location: Location) -> str:
+    """How a resource is named to users: a plain absolute path on local disk, else its URL."""
+    return location.path if location.is_local else location.url

@@ -1,0 +1,290 @@
+"""End to end: the deployments of deploy/prefect.yaml on a real Prefect server, and the compose init job.
+
+The server is ``prefect server start`` on a free loopback port (SQLite in a temporary
+PREFECT_HOME, analytics and UI off); deployments are registered with ``prefect deploy`` from
+deploy/prefect.yaml, runs are executed by ``prefect worker start --pool prdist-process``, and the
+flows compute on a Dask scheduler passed through PRDIST_SCHEDULER, as in deploy/compose.yaml. A
+release is announced with ``prdist release``; the on-release trigger must start the run. Every
+process started here is stopped (SIGTERM, then SIGKILL) in a ``finally``.
+
+Timings on the 2-core development machine (shared, load 4-8): server start 25-40 s, each
+``prefect deploy`` 12-15 s, a flow run 30-50 s (process start-up dominates); the whole test ~2 min.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+BIN = Path(sys.executable).parent
+
+SERVER_START_TIMEOUT = 180.0  # s; ~30 s on a loaded 2-core machine
+TRIGGER_TIMEOUT = 90.0  # s from the event to the triggered flow run (a few seconds when idle)
+RUN_TIMEOUT = 300.0  # s for both flow runs to finish
+STOP_GRACE = 15.0  # s between SIGTERM and SIGKILL
+
+# The fastapi 0.154 of requirements.lock rejects the `null` limit/offset Prefect 3.8.8's client
+# sends in the last step of `prefect deploy` (a hint about active workers), after the deployment
+# and its triggers are saved. Only this exact failure is tolerated (see deploy/README.md).
+KNOWN_DEPLOY_422 = "/workers/filter' - Response: {'exception_message': 'Invalid request received.'"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a child process: no inherited Prefect or AWS settings, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "AWS_", "PRDIST_"))}
+    env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", **extra)
+    return env
+
+
+def _start(args: list[str], *, env: dict, log: Path, cwd: Path) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group we started, then SIGKILL it if it is still there."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def _poll(check, *, timeout: float, interval: float = 1.0, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+class Server:
+    def __init__(self, api_url: str, log: Path):
+        self.api_url, self.log = api_url, log
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect-server")
+    port = _free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    env = _clean_env(PREFECT_HOME=str(home), PREFECT_UI_ENABLED="false")
+    log = home / "server.log"
+    proc = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env, log=log, cwd=home)
+    try:
+        def healthy():
+            if proc.poll() is not None:
+                raise AssertionError(f"prefect server exited with {proc.returncode}:\n{_tail(log)}")
+            with contextlib.suppress(httpx.HTTPError):
+                return httpx.get(f"{api_url}/health", timeout=5).status_code == 200
+            return False
+
+        _poll(healthy, timeout=SERVER_START_TIMEOUT, what=f"{api_url}/health\n{_tail(log)}")
+        yield Server(api_url, log)
+    finally:
+        _stop(proc)
+
+
+def _deploy(name: str, *, env: dict, log: Path) -> subprocess.Popen:
+    args = [str(BIN / "prefect"), "deploy", "--prefect-file", str(DEPLOY / "prefect.yaml"), "--name", name]
+    return _start(args, env=env, log=log, cwd=ROOT)
+
+
+def _check_deployed(proc: subprocess.Popen, log: Path) -> None:
+    code = proc.wait(timeout=180)
+    if code == 0:
+        return
+    text = log.read_text(errors="replace")
+    assert KNOWN_DEPLOY_422 in text, f"prefect deploy failed with {code}:\n{_tail(log)}"
+    warnings.warn("prefect deploy ended with the known fastapi 0.154 incompatibility (see deploy/README.md)", stacklevel=2)
+
+
+def _manifests(runs: Path) -> dict[str, dict]:
+    """{input URL: manifest} of the committed runs under ``runs``."""
+    found = {}
+    for path in runs.glob("*/manifest.json"):
+        manifest = json.loads(path.read_text())
+        found[manifest["input"]["url"]] = {**manifest, "_dir": path.parent}
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
+    from distributed import LocalCluster
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.client.schemas.filters import DeploymentFilter, FlowRunFilter
+    from prefect.client.schemas.sorting import ArtifactSort, FlowRunSort
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.workers.process import ProcessWorker
+
+    from prdist import population
+    from prdist.dataflow.synth import write_synthetic
+
+    api = prefect_server.api_url
+    model = population.binormal(neg=(0, 1), pos=(1.5, 1), prevalence=0.3)
+    tracked = write_synthetic(model, n=20_000, out=str(tmp_path / "kb-current"), seed=11)
+    released = write_synthetic(model, n=20_000, out=str(tmp_path / "kb-2026-08"), seed=12)
+    runs, labels = tmp_path / "runs", tmp_path / "labels"
+    client_home = tmp_path / "prefect-client"
+    client_home.mkdir()
+
+    # The flows compute on this scheduler (in-process workers over TCP), as compose passes its own.
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp://", host="127.0.0.1",
+                      dashboard_address=None, worker_dashboard_address=None) as cluster, \
+            temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:  # fmt: skip
+        env = _clean_env(
+            PREFECT_HOME=str(client_home), PREFECT_API_URL=api, PREFECT_CLI_PROMPT="false",
+            PRDIST_RESOURCE=tracked.url, PRDIST_RUNS=str(runs), PRDIST_LABELS=str(labels),
+            PRDIST_SCHEDULER=cluster.scheduler_address,
+        )  # fmt: skip
+        client.create_work_pool(WorkPoolCreate(name="prdist-process", type="process",
+                                               base_job_template=ProcessWorker.get_default_base_job_template()))  # fmt: skip
+        # The Kubernetes pool's template passes the server's validation (no cluster needed for that).
+        template = json.loads((DEPLOY / "kubernetes" / "base-job-template.json").read_text())
+        client.create_work_pool(WorkPoolCreate(name="prdist-kubernetes", type="kubernetes", base_job_template=template))
+        assert client.read_work_pool("prdist-kubernetes").base_job_template == template
+
+        worker = _start([str(BIN / "prefect"), "worker", "start", "--pool", "prdist-process", "--type", "process"],
+                        env=env, log=tmp_path / "worker.log", cwd=tmp_path)  # fmt: skip
+        try:
+            logs = {name: tmp_path / f"deploy-{name}.log" for name in ("nightly", "on-release")}
+            deploys = {name: _deploy(name, env=env, log=log) for name, log in logs.items()}
+            for name, proc in deploys.items():
+                _check_deployed(proc, logs[name])
+            nightly = client.read_deployment_by_name("evaluate-release/nightly")
+            on_release = client.read_deployment_by_name("evaluate-release/on-release")
+            assert nightly.parameters == {"resource": tracked.url, "out": str(runs), "labels": str(labels),
+                                          "scheduler": cluster.scheduler_address}  # fmt: skip
+            assert [s.schedule.cron for s in nightly.schedules] == ["30 2 * * *"]
+            (automation,) = client.read_resource_related_automations(f"prefect.deployment.{on_release.id}")
+            assert automation.trigger.expect == {"prdist.release.published"}
+
+            # A scheduled deployment, run now (with the resource's own labels as the oracle).
+            nightly_run = client.create_flow_run_from_deployment(nightly.id, parameters={"oracle_column": "label"})
+
+            # A release announced by `prdist release` starts the on-release deployment.
+            announced = subprocess.run([str(BIN / "prdist"), "release", "--resource", released.url, "--api-url", api],
+                                       env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+            assert announced.returncode == 0, announced.stderr
+            uuid.UUID(announced.stdout.split()[-1])
+
+            def triggered():
+                return client.read_flow_runs(
+                    deployment_filter=DeploymentFilter(id={"any_": [on_release.id]}),
+                    sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=10, offset=0,
+                )  # fmt: skip
+
+            (release_run,) = _poll(triggered, timeout=TRIGGER_TIMEOUT, what="the on-release trigger")
+            # The event's resource; the deployment's label store, run root and scheduler.
+            assert release_run.parameters == {"resource": released.url, "labels": str(labels), "out": str(runs),
+                                              "scheduler": cluster.scheduler_address}  # fmt: skip
+
+            def finished():
+                states = [client.read_flow_run(run.id).state for run in (nightly_run, release_run)]
+                return states if all(state.is_final() for state in states) else None
+
+            try:
+                nightly_state, release_state = _poll(finished, timeout=RUN_TIMEOUT, interval=2.0, what="both flow runs")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\nworker log:\n{_tail(tmp_path / 'worker.log', 80)}") from None
+        finally:
+            _stop(worker)
+
+        assert nightly_state.is_completed() and nightly_state.name == "Completed", (nightly_state, _tail(tmp_path / "worker.log", 80))
+        assert release_state.is_completed() and release_state.name == "AwaitingLabels", (release_state, _tail(tmp_path / "worker.log", 80))
+
+        manifests = _manifests(runs)
+        complete = manifests[tracked.url if "://" in tracked.url else f"file://{tracked.url}"]
+        assert complete["status"] == "complete" and complete["counts"]["unknown"] == 0
+        assert complete["params"]["oracle_column"] == "label"
+        for name in ("plan.parquet", "bounds.parquet", "report.html"):
+            assert (complete["_dir"] / name).is_file()
+        awaiting = manifests[released.url if "://" in released.url else f"file://{released.url}"]
+        assert awaiting["counts"]["unknown"] > 0
+        assert (awaiting["_dir"] / "annotation_task.csv").is_file()
+        # The flow's Prefect artifact names the run directory.
+        (artifact,) = client.read_artifacts(
+            flow_run_filter=FlowRunFilter(id={"any_": [nightly_run.id]}),
+            sort=ArtifactSort.CREATED_DESC, limit=10, offset=0,
+        )  # fmt: skip
+        assert artifact.key == "prdist-evaluation" and complete["_dir"].name in artifact.data
+
+
+# ---------------------------------------------------------------------------------------------
+# The compose init job against a real S3 server
+
+
+def _create_bucket(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(DEPLOY / "create_bucket.py"), *args], capture_output=True, text=True,
+                          timeout=timeout, env=os.environ.copy())  # fmt: skip
+
+
+def test_create_bucket_job_against_seaweedfs(s3_env):
+    import s3fs
+
+    bucket = f"prdist-{uuid.uuid4().hex[:10]}"
+    first = _create_bucket(bucket)
+    assert first.returncode == 0, first.stderr
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    assert fs.exists(bucket)
+    # Idempotent: the job runs on every `docker compose up`.
+    fs.pipe(f"{bucket}/kept", b"x")
+    again = _create_bucket(bucket)
+    assert again.returncode == 0, again.stderr
+    assert fs.cat(f"{bucket}/kept") == b"x"
+
+
+def test_create_bucket_job_fails_fast_on_refused_credentials(s3_env, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    started = time.monotonic()
+    refused = _create_bucket(f"prdist-{uuid.uuid4().hex[:10]}", "--timeout", "60")
+    assert refused.returncode == 1
+    assert "cannot create" in refused.stderr
+    assert time.monotonic() - started < 55, "refused credentials must not be retried until the timeout"
+
+
+def test_create_bucket_job_gives_up_when_the_store_never_answers(monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    started = time.monotonic()
+    gave_up = _create_bucket("prdist", "--timeout", "4")
+    assert gave_up.returncode == 1 and "did not answer within 4 s" in gave_up.stderr
+    assert time.monotonic() - started < 40

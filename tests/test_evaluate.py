@@ -1,0 +1,114 @@
+"""The evaluation steps: the dataflow path equals the core on the same data, for any layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from prdist import paula_bounds, plan_paula
+from prdist.dataflow import evaluate as ev
+from prdist.dataflow.run import extract_items, open_for_run, read_items
+from prdist.errors import ParameterError
+from prdist.ranking import rank_order
+
+
+def write_resource(root, keys, scores, labels, *, files, row_group_size, sort):
+    """Write (key, score, label) as ``files`` Parquet files; sorted by rank order if ``sort``."""
+    order = rank_order(scores, keys) if sort else np.random.default_rng(1).permutation(keys.size)
+    keys, scores, labels = keys[order], scores[order], labels[order]
+    root.mkdir()
+    for i, chunk in enumerate(np.array_split(np.arange(keys.size), files)):
+        table = pa.table({"key": keys[chunk], "score": scores[chunk], "label": labels[chunk], "note": [f"item {k}" for k in keys[chunk]]})
+        pq.write_table(table, root / f"part-{i:03d}.parquet", row_group_size=row_group_size)
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def truth():
+    rng = np.random.default_rng(11)
+    n = 60_000
+    keys = rng.permutation(10 * n)[:n].astype(np.int64)
+    scores = np.round(rng.beta(2, 2, n), 3)  # heavy ties: 1,000 distinct scores
+    rate = 0.15 + 0.8 * scores
+    labels = (rng.random(n) < rate).astype(np.int8)
+    return keys, scores, labels
+
+
+def core_bounds(truth, plan):
+    keys, scores, labels = truth
+    in_rank_order = labels[rank_order(scores, keys)].astype(float)
+    return paula_bounds(plan, in_rank_order[plan.ranks - 1]).table()
+
+
+@pytest.mark.parametrize(("files", "row_group_size", "sort"), [(1, 60_000, True), (7, 1_500, True), (5, 4_000, False)])
+def test_dataflow_bounds_equal_the_core(tmp_path, dask_client, truth, files, row_group_size, sort):
+    url = write_resource(tmp_path / "res", *truth, files=files, row_group_size=row_group_size, sort=sort)
+    params = ev.EvaluationParams(eps=0.1, window=20, oracle_column="label")
+    resource = open_for_run(url, oracle_column="label")
+    assert resource.is_sorted_claim() == sort
+    planned = ev.make_plan(resource.n, params)
+    staged = extract_items(resource, planned.ranks, client=dask_client, staging=str(tmp_path / "staged.parquet"))
+    items = read_items(staged, resource)
+    assert list(items.columns[:3]) == ["rank", "key", "score"] and "note" in items.columns
+    resolution = ev.resolve_labels(items, oracle_column="label")
+    result = ev.estimate(planned, resolution.labels, params)
+    expected = core_bounds(truth, plan_paula(truth[0].size, eps=0.1, window=20))
+    pd.testing.assert_frame_equal(result.bounds, expected)
+    assert resolution.unknown == 0 and resolution.from_oracle == planned.ranks.size
+
+
+def test_staged_extraction_is_reused(tmp_path, dask_client, truth, monkeypatch):
+    url = write_resource(tmp_path / "res", *truth, files=2, row_group_size=10_000, sort=True)
+    resource = open_for_run(url)
+    ranks = np.array([1, 5, 100, 59_999])
+    staging = str(tmp_path / "staged.parquet")
+    extract_items(resource, ranks, client=dask_client, staging=staging)
+    import prdist.dataflow.run as run_module
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the staged extraction should have been reused")
+
+    monkeypatch.setattr(run_module, "extract_ranks", fail)
+    assert extract_items(resource, ranks, client=dask_client, staging=staging) == staging
+    assert read_items(staging, resource)["rank"].tolist() == ranks.tolist()
+
+
+@pytest.mark.parametrize("method", ["random", "stratified"])
+def test_sampling_methods_write_the_same_bounds_schema(method, truth):
+    keys, scores, labels = truth
+    params = ev.EvaluationParams(method=method, eps=0.1, window=20, sample_size=3_000, seed=4)
+    planned = ev.make_plan(keys.size, params)
+    in_rank_order = labels[rank_order(scores, keys)].astype(float)
+    result = ev.estimate(planned, in_rank_order[planned.ranks - 1], params)
+    assert list(result.bounds.columns) == ["rank", "precision_lower", "precision_upper", "yield_lower", "yield_upper"]
+    p = np.cumsum(in_rank_order) / np.arange(1, keys.size + 1)
+    inside = (result.bounds["precision_lower"] <= p[result.bounds["rank"] - 1] + 1e-12) & (
+        p[result.bounds["rank"] - 1] <= result.bounds["precision_upper"] + 1e-12
+    )
+    assert inside.mean() > 0.9  # pointwise / simultaneous 95 % intervals, one draw
+    assert np.unique(planned.role).tolist() in (["random"], ["prefix", "stratum"])
+
+
+def test_oracle_column_must_hold_zero_one():
+    items = pd.DataFrame({"rank": [1, 2], "key": [1, 2], "score": [0.9, 0.8], "truth": [1, 2]})
+    with pytest.raises(ParameterError, match="values other than 0/1"):
+        ev.resolve_labels(items, oracle_column="truth")
+    with pytest.raises(ParameterError, match="not in the resource"):
+        ev.resolve_labels(items, oracle_column="missing")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method": "guess"}, "'method' parameter of EvaluationParams must be one of"),
+        ({"eps": 2.0}, r"'eps' parameter of EvaluationParams must be a float in \(0, 1\]"),
+        ({"confidence": 1.0}, r"'confidence' parameter of EvaluationParams must be a float in \(0, 1\)"),
+        ({"window": 0}, "'window' parameter of EvaluationParams"),
+    ],
+)
+def test_parameters_are_validated(kwargs, message):
+    with pytest.raises(ParameterError, match=message):
+        ev.EvaluationParams(**kwargs)
