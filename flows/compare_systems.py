@@ -2,64 +2,51 @@
 
 open -> (exhaustive sample) -> draw and join -> labels -> estimate -> write the run.
 Wiring only: every task calls one function of ``prdist.dataflow.compare``. The draw-and-join
-task drives Dask through a ``distributed.Client`` itself and is cached by the systems'
-fingerprints and the parameters, so a rerun once labels arrive resumes at the label lookup;
-retries are on the I/O tasks only. Missing labels end the flow in a Completed state named
+task drives Dask through a ``distributed.Client`` itself; the draws are seeded, so a rerun once
+labels arrive draws the same sample again (task results stay in memory: they hold data read from
+input, which is never pickled to Prefect's result store). Retries are on the I/O tasks only. Missing labels end the flow in a Completed state named
 "AwaitingLabels" whose result is the run directory holding the annotation task.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
-from flows._policies import IO_RETRIES
+from flows._policies import IN_MEMORY, IO_RETRIES
 from prdist.dataflow import compare as cmp
-from prdist.dataflow.artifacts import run_id
 from prdist.dataflow.cluster import dask_client
 from prdist.importance import SamplingDistribution
 
 
-@task(**IO_RETRIES, cache_policy=NO_CACHE)
+@task(**IO_RETRIES)
 def open_systems_task(systems: dict, storage_options: dict | None, key: str, score: str):
     return cmp.open_systems(systems, storage_options=storage_options, key=key, score=score)
 
 
-@task(**IO_RETRIES, cache_policy=NO_CACHE)
+@task(**IO_RETRIES)
 def exhaustive_task(url: str, key_kind: str, storage_options: dict | None):
     return cmp.read_exhaustive(url, key_kind=key_kind, storage_options=storage_options)
 
 
-def _sample_cache_key(context, arguments) -> str:
-    systems, params, exhaustive = arguments["systems"], arguments["params"], arguments["exhaustive"]
-    return "compare-sample-" + run_id(
-        [[s.name, s.resource.fingerprint] for s in systems],
-        params.to_dict(),
-        None if exhaustive is None else exhaustive.fingerprint,
-    )
-
-
-@task(**IO_RETRIES, cache_key_fn=_sample_cache_key, cache_expiration=timedelta(days=30), persist_result=True)
+@task(**IO_RETRIES)
 def sample_task(systems, params: cmp.CompareParams, exhaustive, scheduler: str | None):
     with dask_client(scheduler) as client:
         return cmp.draw_sample(systems, params, extra_keys=None if exhaustive is None else exhaustive.keys, client=client)
 
 
-@task(**IO_RETRIES, cache_policy=NO_CACHE)
+@task(**IO_RETRIES)
 def labels_task(drawn, store: str | None, storage_options: dict | None):
     return cmp.attach_labels(drawn, store, storage_options=storage_options)
 
 
-@task(cache_policy=NO_CACHE)
+@task(**IN_MEMORY)
 def estimate_task(labeled, drawn, params: cmp.CompareParams):
     return cmp.estimate_systems(labeled.sample, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
 
 
-@task(**IO_RETRIES, cache_policy=NO_CACHE)
+@task(**IO_RETRIES)
 def write_task(systems, drawn, labeled, params, out: str, estimates, store, exhaustive, storage_options):
     frame, diagnostics = estimates if estimates is not None else (None, None)
     return cmp.write_compare(systems, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,

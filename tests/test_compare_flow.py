@@ -27,14 +27,6 @@ from reverb_parquet import REVERB, reverb_frames, write_reverb_systems  # noqa: 
 pytestmark = pytest.mark.skipif(not (REVERB / "labels.txt").is_file(), reason=f"the shared ReVerb data is not at {REVERB}")
 
 
-@pytest.fixture(scope="session")
-def prefect_api():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
 @pytest.fixture
 def reverb(tmp_path):
     systems, label_file = write_reverb_systems(tmp_path / "data", files=2)
@@ -51,7 +43,7 @@ def _fill_task(task_url: str, path) -> str:
     return str(path)
 
 
-def test_flow_awaits_labels_then_resumes_from_the_cached_sample(tmp_path, reverb, prefect_api, dask_client, monkeypatch):
+def test_flow_awaits_labels_then_completes_with_the_same_sample(tmp_path, reverb, prefect_harness, dask_client):
     from flows.compare_systems import compare_systems
 
     systems, _ = reverb
@@ -66,15 +58,10 @@ def test_flow_awaits_labels_then_resumes_from_the_cached_sample(tmp_path, reverb
 
     import_labels(store, [_fill_task(os.path.join(awaiting, "annotation_task.csv"), tmp_path / "answers.csv")])
 
-    # The rerun resumes at the label lookup: the draws come from the task cache, not from Dask.
-    def no_second_pass(*args, **kwargs):
-        raise AssertionError("the sample was drawn again")
-
-    monkeypatch.setattr(cmp, "draw_sample", no_second_pass)
+    # The rerun draws the same seeded sample again and now finds every label.
     state = compare_systems(**kwargs, return_state=True)
     assert state.is_completed() and state.name == "Completed"
     frame = pd.read_parquet(os.path.join(state.result(), "compare.parquet"))
-    monkeypatch.undo()
 
     # The same numbers as the dataflow called directly.
     params = cmp.CompareParams(budget=120, seed=3, distribution=SamplingDistribution.top_k(200))
@@ -89,7 +76,7 @@ def _command(systems, *, labels, out, scheduler, extra=()):
     return [*argv, "--labels", labels, "--budget", "600", "--seed", "0", "--out", out, "--scheduler", scheduler, *extra]
 
 
-def test_reverb_through_the_command_line(tmp_path, reverb, prefect_api, dask_client, capsys):
+def test_reverb_through_the_command_line(tmp_path, reverb, prefect_harness, dask_client, capsys):
     systems, label_file = reverb
     scheduler = dask_client.scheduler.address
     store = str(tmp_path / "store")
@@ -154,7 +141,7 @@ def test_reverb_through_the_command_line(tmp_path, reverb, prefect_api, dask_cli
     assert (with_recall["recall_se"] > 0).all()
 
 
-def test_command_line_missing_system_is_bad_input(tmp_path, reverb, prefect_api, dask_client, capsys):
+def test_command_line_missing_system_is_bad_input(tmp_path, reverb, prefect_harness, dask_client, capsys):
     systems, _ = reverb
     systems = {**systems, "gone": str(tmp_path / "no-such-system")}
     code = main(_command(systems, labels=str(tmp_path / "store"), out=str(tmp_path / "runs"),
