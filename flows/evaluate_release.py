@@ -56,6 +56,14 @@ def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.Evalu
     return ev.estimate(planned, labels, params)
 
 
+@task(**IN_MEMORY)
+def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.EvaluationParams, scheduler: str | None):
+    if planned.in_band_arm is None:
+        return None
+    with dask_client(scheduler) as client:
+        return ev.bands(planned, items, labels, params, client=client)
+
+
 @task(**IO_RETRIES)
 def write_task(resource, planned, items, resolution, estimate, params, out: str, bands) -> RunOutcome:
     return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands)
@@ -95,7 +103,8 @@ def evaluate_release(
     items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
     items, resolution = labels_task(items_url, res, params, labels)
     est = estimate_task(planned, resolution.labels, params)
-    outcome = write_task(res, planned, items, resolution, est, params, out, None)
+    pr_bands = bands_task(planned, items, resolution.labels, params, scheduler)
+    outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands)
     create_markdown_artifact(markdown=summary_markdown(outcome), key="prdist-evaluation", description="prdist evaluation summary")
     logger.info("run directory: %s", outcome.url)
     if outcome.missing:

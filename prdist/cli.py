@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 
@@ -205,24 +206,27 @@ def _add_synth(sub) -> None:
     add("--model", choices=sorted(_SYNTH_DEFAULTS), default="binormal", help="score model (default binormal)")
     add(
         "--neg", default=None, metavar="A,B",
-        help="negative-class parameters: mean,sd (binormal, bilognormal: of log score), a,b "
-             "(bibeta), low,high (uniform), or a list of score values (discrete); default: "
-             "0,1 / 0,1 / 2,5 / 0,1 / Hughes-Oliver's Case F",
+        help="negative-class parameters: mean,sd (binormal; bilognormal: of the log score), a,b "
+             "(bibeta), low,high (uniform) or a list of score values (discrete). Default 0,1 / 0,1 / "
+             "2,5 / 0,1 / Hughes-Oliver's Case F. Write --neg=-1,1 when the first number is negative",
     )  # fmt: skip
-    add("--pos", default=None, metavar="A,B", help="positive-class parameters, as --neg (default 1,1 / 1,1 / 5,2 / 0.5,1.5 / Case F)")
+    add(
+        "--pos", default=None, metavar="A,B",
+        help="positive-class parameters, as --neg (default 1,1 / 1,1 / 5,2 / 0.5,1.5 / Case F)",
+    )  # fmt: skip
     add(
         "--bump", default=None, metavar="MU,SD,W",
-        help="move a share W of the positives into a normal bump N(MU, SD^2): a model whose "
-             "precision is not monotone in rank (continuous models only)",
+        help="move a share W of the positives into a normal bump N(MU, SD^2): precision then is "
+             "not monotone in rank (continuous models only; write --bump=-2,0.3,0.2)",
     )  # fmt: skip
-    add("--prevalence", type=float, default=0.5, metavar="P", help="share of positives in (0, 1) (default 0.5)")
+    add("--prevalence", type=float, default=0.5, metavar="P", help="share of positives, in (0, 1) (default 0.5)")
     add("--n", type=int, required=True, metavar="N", help="number of items")
     add("--partitions", type=int, default=None, metavar="K", help="number of Parquet files (default: one per 2^22 items)")
-    add("--order", choices=("sorted", "shuffled"), default="sorted", help="row order (default sorted)")
+    add("--order", choices=("sorted", "shuffled"), default="sorted", help="row order (default sorted: rank order)")
     add("--seed", type=int, required=True, metavar="S", help="master seed (same seed, same resource)")
     add("--out", required=True, metavar="URL", help="destination path or fsspec URL (s3://...); must not exist")
     add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for --out, as a JSON object")
-    add("--scheduler", default=None, metavar="ADDR", help="address of a Dask scheduler (default: local threads)")
+    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: local threads)")
     parser.set_defaults(handler=_cmd_synth)
 
 
@@ -250,8 +254,11 @@ def _json_object_option(text: str | None, *, option: str) -> dict | None:
 
 
 def _cmd_synth(args) -> int:
+    import contextlib
+
     from . import population
     from ._validation import check_int
+    from .dataflow.cluster import dask_client
     from .dataflow.synth import write_synthetic
 
     owner = "prdist synth"
@@ -260,35 +267,25 @@ def _cmd_synth(args) -> int:
         check_int(args.partitions, name="--partitions", owner=owner, low=1, high=n)
     check_int(args.seed, name="--seed", owner=owner, low=0)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
-    default_neg, default_pos = _SYNTH_DEFAULTS[args.model]
     count = None if args.model == "discrete" else 2
-    neg = _parse_numbers(args.neg or default_neg, option="--neg", model=args.model, count=count, example=default_neg)
-    pos = _parse_numbers(args.pos or default_pos, option="--pos", model=args.model, count=count, example=default_pos)
-    model = getattr(population, args.model)(neg=neg, pos=pos, prevalence=args.prevalence)
+    classes = {}
+    for option, given, default in zip(("--neg", "--pos"), (args.neg, args.pos), _SYNTH_DEFAULTS[args.model]):
+        classes[option[2:]] = _parse_numbers(given or default, option=option, model=args.model, count=count, example=default)
+    model = getattr(population, args.model)(**classes, prevalence=args.prevalence)
     if args.bump is not None:
         if args.model == "discrete":
             raise InputError("--bump needs a continuous model; drop it or choose --model binormal, bibeta, ...")
         bump = _parse_numbers(args.bump, option="--bump", model=args.model, count=3, example="-2,0.3,0.2")
         model = population.bumped(model, bump=bump)
 
-    client = None
-    if args.scheduler is not None:
-        from distributed import Client
-
-        try:
-            client = Client(args.scheduler, timeout="10s", set_as_default=False)
-        except OSError as exc:
-            raise InputError(
-                f"Cannot reach the Dask scheduler at {args.scheduler!r} ({exc}). Check --scheduler."
-            ) from None
-    try:
+    with contextlib.ExitStack() as stack:
+        # Without --scheduler, Dask's local threads: generation and Parquet encoding release the
+        # GIL, and no cluster has to start.
+        client = stack.enter_context(dask_client(args.scheduler)) if args.scheduler else None
         resource = write_synthetic(
             model, n=n, out=args.out, partitions=args.partitions, order=args.order, seed=args.seed,
             storage_options=storage_options, client=client,
         )  # fmt: skip
-    finally:
-        if client is not None:
-            client.close()
     files = resource.partitions
     print(f"prdist synth: {resource.n:,} items of {model!r}, {resource.order}, {files} file(s)")
     print(resource.url)
@@ -600,6 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # The ephemeral Prefect server phones home unless told not to; clusters are often offline.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)

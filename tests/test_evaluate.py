@@ -112,3 +112,27 @@ def test_oracle_column_must_hold_zero_one():
 def test_parameters_are_validated(kwargs, message):
     with pytest.raises(ParameterError, match=message):
         ev.EvaluationParams(**kwargs)
+
+
+def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
+    keys, scores, labels = truth
+    params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=800, replicates=50, seed=2)
+    planned = ev.make_plan(keys.size, params)
+    arm = ev.band_ranks(keys.size, params)
+    assert np.isin(arm, planned.ranks).all() and planned.in_band_arm.sum() == arm.size
+    assert planned.ranks[planned.in_plan].tolist() == plan_paula(keys.size, eps=0.1, window=20).ranks.tolist()
+    assert set(planned.role[~planned.in_plan]) == {"random"}
+
+    order = rank_order(scores, keys)
+    items = pd.DataFrame({"rank": planned.ranks, "key": keys[order][planned.ranks - 1], "score": scores[order][planned.ranks - 1]})
+    full = labels[order][planned.ranks - 1].astype(float)
+    # The PAULA bounds use the plan's own labels only: the arm changes nothing there.
+    alone = ev.estimate(ev.make_plan(keys.size, ev.EvaluationParams(eps=0.1, window=20)), full[planned.in_plan], params)
+    pd.testing.assert_frame_equal(ev.estimate(planned, full, params).bounds, alone.bounds)
+
+    bands = ev.bands(planned, items, full, params)
+    assert list(bands.columns[:6]) == ["recall", "precision", "band_lower", "band_upper", "pointwise_lower", "pointwise_upper"]
+    assert np.all(bands["band_lower"] <= bands["precision"]) and np.all(bands["precision"] <= bands["band_upper"])
+    missing = full.copy()
+    missing[np.flatnonzero(planned.in_band_arm)[0]] = np.nan
+    assert ev.bands(planned, items, missing, params) is None  # an arm with holes is not i.i.d.

@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import derived
 from .._validation import check_choice, check_float, check_int
+from ..bootstrap import bootstrap_bands
 from ..bounds import paula_bounds
 from ..errors import ParameterError
 from ..plan import plan_paula
@@ -24,6 +25,8 @@ from .storage import join_url
 
 __all__ = [
     "EvaluationParams",
+    "bands",
+    "with_band_arm",
     "Estimate",
     "PlannedRanks",
     "estimate",
@@ -110,34 +113,72 @@ def staging_url(out: str, resource, params: EvaluationParams) -> str:
 
 @dataclass(frozen=True, eq=False)
 class PlannedRanks:
-    """The ranks a method wants labeled, with the role of each (for plan.parquet)."""
+    """The ranks to label, with the role of each (for plan.parquet).
+
+    ``in_plan`` marks the ranks of the method's own plan and ``in_band_arm`` those of the uniform
+    random arm that feeds the bootstrap bands (a rank may be in both; it is labeled once).
+    """
 
     method: str
     plan: object
     ranks: np.ndarray
     role: np.ndarray
     grid_index: np.ndarray
+    in_plan: np.ndarray | None = None
+    in_band_arm: np.ndarray | None = None
+
+    def plan_labels(self, labels: np.ndarray) -> np.ndarray:
+        """The labels of the method's own plan, aligned with ``plan.ranks``."""
+        return labels if self.in_plan is None else labels[self.in_plan]
+
+
+def with_band_arm(planned: PlannedRanks, arm: np.ndarray) -> PlannedRanks:
+    """Add the uniform random arm of the bootstrap bands to a plan (role "random" where new)."""
+    ranks = np.union1d(planned.ranks, arm)
+    in_plan = np.isin(ranks, planned.ranks, assume_unique=True)
+    role = np.full(ranks.size, "random", dtype=object)
+    grid_index = np.full(ranks.size, -1, dtype=np.int32)
+    role[in_plan], grid_index[in_plan] = planned.role, planned.grid_index
+    return PlannedRanks(planned.method, planned.plan, ranks, role.astype(str), grid_index, in_plan, np.isin(ranks, arm, assume_unique=True))
 
 
 def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
-    """Plan the annotations of ``params.method`` for a resource of ``n`` items."""
+    """Plan the annotations of ``params.method`` (plus the bands' random arm) for ``n`` items."""
     paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
     if params.method == "paula":
         role, grid_index = paula.roles()
-        return PlannedRanks("paula", paula, paula.ranks, role, grid_index)
-    if params.method == "random":
+        planned = PlannedRanks("paula", paula, paula.ranks, role, grid_index)
+    elif params.method == "random":
         size = min(n, params.sample_size or paula.size)
         plan = plan_random(n, size=size, seed=params.seed)
-        return PlannedRanks("random", plan, plan.ranks, np.full(plan.size, "random"), np.full(plan.size, -1, np.int32))
-    plan = plan_stratified(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde, delta=params.delta, seed=params.seed)
-    role, grid_index = plan.roles()
-    return PlannedRanks("stratified", plan, plan.ranks, role, grid_index)
+        planned = PlannedRanks("random", plan, plan.ranks, np.full(plan.size, "random"), np.full(plan.size, -1, np.int32))
+    else:
+        plan = plan_stratified(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde, delta=params.delta, seed=params.seed)
+        role, grid_index = plan.roles()
+        planned = PlannedRanks("stratified", plan, plan.ranks, role, grid_index)
+    return with_band_arm(planned, band_ranks(n, params)) if params.bands else planned
 
 
 def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     """The uniform random arm that feeds the bootstrap bands (its own seed stream)."""
     seed = np.random.SeedSequence([params.seed, 0xBA7D5])
     return plan_random(n, size=min(n, params.band_sample), seed=seed).ranks
+
+
+def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params: EvaluationParams, *, client=None) -> pd.DataFrame | None:
+    """Bootstrap bands of the PR curve from the random arm; None while any arm label is missing.
+
+    The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; an arm with
+    unknown labels is not one (dropping them could bias it), so bands wait for every label.
+    """
+    if planned.in_band_arm is None:
+        return None
+    arm_labels = labels[planned.in_band_arm]
+    if np.isnan(arm_labels).any():
+        return None
+    scores = items["score"].to_numpy(dtype=np.float64)[planned.in_band_arm]
+    # The arm was drawn from SeedSequence([seed, 0xBA7D5]); the replicates use SeedSequence(seed).
+    return bootstrap_bands(scores, arm_labels, delta=params.delta, replicates=params.replicates, seed=params.seed, client=client)
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,6 +236,7 @@ class Estimate:
 
 def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams) -> Estimate:
     """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items."""
+    labels = planned.plan_labels(labels)
     if planned.method == "paula":
         kwargs = {} if params.confidence is None else {"confidence": params.confidence}
         b = paula_bounds(planned.plan, labels, **kwargs)

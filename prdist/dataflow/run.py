@@ -115,6 +115,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "ap_bounds": list(estimate.average_precision) if estimate.average_precision else None,
         "cutoffs": cutoffs.to_dict(orient="records"),
         "annotation_task": task_url,
+        "bands": _scalars(bands.attrs) if bands is not None else None,
         "versions": {"prdist": __version__, "python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__, "pyarrow": pa.__version__},
         "timings": {"extract_seconds": float(items.attrs.get("extract_seconds", 0.0))},
     }
@@ -139,6 +140,17 @@ def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.Planne
         pos = np.searchsorted(planned.ranks, rank, side="right") - 1
         rows.append({"target": float(target), "rank": int(rank), "score": float(scores[pos]) if rank > 0 else float("nan")})
     return pd.DataFrame(rows, columns=["target", "rank", "score"])
+
+
+def _scalars(attrs: dict) -> dict:
+    """The JSON-ready scalar entries of a result's attrs (effective sample size, bandwidth, ...)."""
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, (bool, int, float, str)) or v is None:
+            out[k] = v
+        elif isinstance(v, np.generic):
+            out[k] = v.item()
+    return out
 
 
 def summary_markdown(outcome: RunOutcome) -> str:
