@@ -20,6 +20,7 @@ from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client
 from prdist.dataflow.run import (
     RunOutcome,
+    exact_precision,
     extract_items,
     open_for_run,
     summary_markdown,
@@ -65,8 +66,13 @@ def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.E
 
 
 @task(**IO_RETRIES)
-def write_task(resource, planned, items, resolution, estimate, params, out: str, bands) -> RunOutcome:
-    return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands)
+def exact_task(resource, bounds_ranks: np.ndarray):
+    return exact_precision(resource, bounds_ranks)
+
+
+@task(**IO_RETRIES)
+def write_task(resource, planned, items, resolution, estimate, params, out: str, bands, exact) -> RunOutcome:
+    return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands, exact=exact)
 
 
 @flow(name="evaluate-release", log_prints=True)
@@ -104,7 +110,9 @@ def evaluate_release(
     items, resolution = labels_task(items_url, res, params, labels)
     est = estimate_task(planned, resolution.labels, params)
     pr_bands = bands_task(planned, items, resolution.labels, params, scheduler)
-    outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands)
+    # In simulation the truth is known: record the exact precision beside the bounds.
+    exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
+    outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact)
     create_markdown_artifact(markdown=summary_markdown(outcome), key="prdist-evaluation", description="prdist evaluation summary")
     logger.info("run directory: %s", outcome.url)
     if outcome.missing:

@@ -339,19 +339,33 @@ def _confidence_option(text):
 
 
 def _cmd_run(args) -> int:
+    from ._validation import check_float, check_int
+
+    # Checked under the option names before Prefect starts: a typo costs no flow run.
+    owner = "prdist run"
+    check_float(args.eps, name="--eps", owner=owner, low=0.0, high=1.0, low_open=True)
+    check_int(args.window, name="--window", owner=owner, low=1)
+    if args.r_tilde is not None:
+        check_int(args.r_tilde, name="--r-tilde", owner=owner, low=1)
+    check_int(args.seed, name="--seed", owner=owner, low=0)
+    check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
+    confidence = _confidence_option(args.confidence)
+    storage_options = _json_object_option(args.storage_options, option="--storage-options")
     from flows.evaluate_release import evaluate_release
 
-    storage_options = _json_object_option(args.storage_options, option="--storage-options")
     resource, oracle = args.resource, args.oracle_column
     if resource is None:
         resource, oracle = _demo_resource(args, storage_options), oracle or "label"
     state = evaluate_release(
         resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
-        r_tilde=args.r_tilde, confidence=_confidence_option(args.confidence), labels=args.labels,
+        r_tilde=args.r_tilde, confidence=confidence, labels=args.labels,
         oracle_column=oracle, bands=args.bands, seed=args.seed, scheduler=args.scheduler,
         storage_options=storage_options, key=args.key, score=args.score, return_state=True,
     )  # fmt: skip
     url = state.result()  # re-raises the flow's error, typed
+    from .dataflow.summary import run_summary
+
+    print(run_summary(url, storage_options=storage_options))
     print(url)
     if state.name == "AwaitingLabels":
         print(f"prdist: {state.message}", file=sys.stderr)

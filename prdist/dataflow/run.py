@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import __version__
+from ..ranking import rank_order
 from ..report import render_report
 from . import evaluate as ev
 from .artifacts import RunDirectory, run_id
@@ -71,6 +72,28 @@ def read_items(url: str, resource: Resource) -> pd.DataFrame:
     return frame
 
 
+EXACT_LIMIT = 10_000_000
+
+
+def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | None:
+    """The exact precision at ``ranks`` from the resource's oracle column (simulations only).
+
+    Reads the key, score and label columns whole and orders them with the core's tie-break, so
+    it is done only for resources of at most ``EXACT_LIMIT`` items; None otherwise.
+    """
+    if resource.label is None or resource.n > EXACT_LIMIT:
+        return None
+    columns = [resource.key, resource.score, resource.label]
+    tables = [pq.read_table(resource.fs.open(path, "rb"), columns=columns) for path in resource.files]
+    table = pa.concat_tables(tables)
+    keys = table.column(resource.key).to_numpy()
+    scores = table.column(resource.score).to_numpy().astype(np.float64)
+    labels = table.column(resource.label).to_numpy().astype(np.float64)
+    y = np.cumsum(labels[rank_order(scores, keys)])
+    ranks = np.asarray(ranks, dtype=np.int64)
+    return pd.DataFrame({"rank": ranks, "precision": y[ranks - 1] / ranks})
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """Where a run landed and what it says."""
@@ -83,8 +106,8 @@ class RunOutcome:
     cutoffs: dict = field(default_factory=dict)
 
 
-def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None) -> RunOutcome:
-    """Write plan, bounds, (bands), report and, last, the manifest of one run."""
+def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None) -> RunOutcome:
+    """Write plan, bounds, (bands, exact), report and, last, the manifest of one run."""
     labels_fp = run_id(np.nan_to_num(resolution.labels, nan=-1).astype(np.int8).tobytes().hex())
     run = RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
     if run.is_committed():
@@ -96,6 +119,8 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
         run.write_table("bands.parquet", bands)
+    if exact is not None:
+        run.write_table("exact.parquet", exact)
     cutoffs = _cutoff_table(estimate, items, planned)
     missing = resolution.unknown
     task_url = None
@@ -116,10 +141,11 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "cutoffs": cutoffs.to_dict(orient="records"),
         "annotation_task": task_url,
         "bands": _scalars(bands.attrs) if bands is not None else None,
+        "exact": exact is not None,
         "versions": {"prdist": __version__, "python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__, "pyarrow": pa.__version__},
         "timings": {"extract_seconds": float(items.attrs.get("extract_seconds", 0.0))},
     }
-    html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs)
+    html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs, exact=exact)
     run.write_bytes("report.html", html.encode("utf-8"))
     committed = run.commit(manifest)
     if not committed:  # a concurrent attempt of the same run committed first: its result stands
