@@ -6,6 +6,14 @@ obvious single-process writer — ``model.sample(n)`` in numpy, ``np.argsort`` f
 layout, one ``pyarrow.parquet.write_table`` — while holding only about one row group per worker
 in memory (the plain writer holds the whole resource, and its sort, in memory).
 
+Columns:
+
+- ``plain``: the obvious writer with pyarrow's default Parquet options;
+- ``plain*``: the same with prdist's Parquet options (dictionary encoding only for ``label``),
+  so that the ratio against it isolates generation and parallelism from the file format;
+- ``1 proc``: ``write_synthetic`` in this process on Dask's synchronous scheduler;
+- ``dask``: ``write_synthetic`` on the cluster; ``x plain`` / ``x plain*`` are its speed-ups.
+
 Both write the same columns (key int64, score float64, label int8) with the same row-group size
 to local disk under ``--dir``; outputs are removed after each measurement.
 
@@ -15,18 +23,20 @@ Usage::
     python benchmarks/bench_synth.py --n 10000000 --n 100000000 --repeats 1
 
 Every timing is the best of ``--repeats`` runs (other processes on a shared machine only ever
-slow a run down). The load average is printed with each row: a load above the number of cores
-means the numbers are contaminated by other work.
+slow a run down). The 1-minute load average is printed with each row: a load above the number of
+cores means the numbers are contaminated by other work.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import tempfile
 import time
 
+import dask
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,14 +48,20 @@ from prdist.dataflow.synth import DEFAULT_ROW_GROUP_ROWS, synthetic_keys, write_
 MODEL = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
 
 
-def plain_writer(model, n: int, path: str, *, order: str, seed: int) -> None:
+def plain_writer(model, n: int, path: str, *, order: str, seed: int, tuned: bool) -> None:
     """The obvious way: sample everything, sort it if asked, write one Parquet file."""
     scores, labels = model.sample(n, seed=seed)
     if order == "sorted":
         idx = np.argsort(scores)[::-1]
         scores, labels = scores[idx], labels[idx]
     table = pa.table({"key": synthetic_keys(0, n), "score": scores, "label": labels})
-    pq.write_table(table, path, row_group_size=DEFAULT_ROW_GROUP_ROWS)
+    options = {"use_dictionary": ["label"]} if tuned else {}
+    pq.write_table(table, path, row_group_size=DEFAULT_ROW_GROUP_ROWS, **options)
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of the calling process so far (Linux: ru_maxrss is in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def best_time(fn, repeats: int) -> float:
@@ -77,34 +93,48 @@ def main() -> None:
     started = time.perf_counter()
     with LocalCluster(
         n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, Client(cluster) as client:
+    ) as cluster, Client(cluster, set_as_default=False) as client:
         print(f"LocalCluster start-up ({args.workers} worker processes): {time.perf_counter() - started:.1f} s")
         # Warm-up: imports on the workers, the model's quantile table in this process.
         write_synthetic(MODEL, n=1000, out=fresh("warm"), seed=0, client=client)
-        header = f"{'n':>12} {'order':>9} {'plain s':>9} {'plain Mrow/s':>13} {'dask s':>8} {'dask Mrow/s':>12} {'ratio':>6}  load"
-        print(header)
+        columns = ("plain", "plain*", "1 proc", "dask")
+        print(f"{'n':>12} {'order':>9} " + " ".join(f"{c + ' s':>9}" for c in columns)
+              + f" {'dask Mrow/s':>12} {'x plain':>8} {'x plain*':>8}  load")  # fmt: skip
         for n in sizes:
             for order in orders:
 
-                def run_plain():
+                def run_plain(tuned):
                     out = fresh("plain")
                     os.makedirs(out)
-                    plain_writer(MODEL, n, os.path.join(out, "part-0.parquet"), order=order, seed=1)
+                    plain_writer(MODEL, n, os.path.join(out, "part-0.parquet"), order=order, seed=1, tuned=tuned)
                     shutil.rmtree(out)
 
-                def run_dask():
-                    out = fresh("dask")
-                    write_synthetic(MODEL, n=n, out=out, order=order, seed=1, client=client)
+                def run_prdist(on_cluster):
+                    out = fresh("prdist")
+                    if on_cluster:
+                        write_synthetic(MODEL, n=n, out=out, order=order, seed=1, client=client)
+                    else:
+                        with dask.config.set(scheduler="sync"):
+                            write_synthetic(MODEL, n=n, out=out, order=order, seed=1)
                     shutil.rmtree(out)
 
-                plain = best_time(run_plain, args.repeats)
-                dask_s = best_time(run_dask, args.repeats)
-                load = os.getloadavg()[0]
+                times = [
+                    best_time(lambda: run_plain(False), args.repeats),
+                    best_time(lambda: run_plain(True), args.repeats),
+                    best_time(lambda: run_prdist(False), args.repeats),
+                    best_time(lambda: run_prdist(True), args.repeats),
+                ]
+                dask_s = times[-1]
                 print(
-                    f"{n:>12,} {order:>9} {plain:>9.2f} {n / plain / 1e6:>13.2f} {dask_s:>8.2f} "
-                    f"{n / dask_s / 1e6:>12.2f} {plain / dask_s:>6.2f}  {load:.1f}",
+                    f"{n:>12,} {order:>9} " + " ".join(f"{t:>9.2f}" for t in times)
+                    + f" {n / dask_s / 1e6:>12.2f} {times[0] / dask_s:>8.2f} {times[1] / dask_s:>8.2f}"
+                    + f"  {os.getloadavg()[0]:.1f}",
                     flush=True,
-                )
+                )  # fmt: skip
+        # Peak resident memory since start: this process ran the plain writer (and the 1-process
+        # prdist writer), the workers only prdist's partition tasks.
+        worker_peak = max(client.run(peak_rss_mib).values())
+        print(f"peak RSS: this process {peak_rss_mib():,.0f} MiB; largest worker {worker_peak:,.0f} MiB")
     shutil.rmtree(scratch, ignore_errors=True)
 
 

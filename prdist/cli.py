@@ -379,10 +379,12 @@ def _demo_resource(args, storage_options) -> str:
 
     from . import population
     from .dataflow.storage import filesystem, join_url
+    from .dataflow.synth import read_synth_metadata
 
     url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}")
     fs, path = filesystem(url, storage_options)
     if fs.exists(path):
+        read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
     model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
     return synthesize_resource(model, args.demo_n, url, order="sorted", seed=args.seed, storage_options=storage_options, scheduler=args.scheduler)

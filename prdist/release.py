@@ -20,7 +20,7 @@ import datetime
 import os
 import uuid
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from .dataflow.storage import redact_url
 from .errors import InputError, ParameterError
@@ -107,7 +107,10 @@ def _check_url(value, *, option: str, owner: str) -> str:
             f"The {option!r} parameter of {owner} must not contain surrounding blanks or line breaks. "
             f"Got {redact_url(value)!r} instead."
         )
-    if redact_url(value) != value:
+    parts = urlsplit(value)
+    # Secrets are user:password@ or a secret-named query value (what redact_url masks); the query
+    # is compared parsed, since redact_url re-encodes it.
+    if "@" in parts.netloc or parse_qsl(urlsplit(redact_url(value)).query) != parse_qsl(parts.query):
         # Prefect keeps events and parameters in plain text: refuse instead of sending a secret,
         # and name the URL in its redacted form so the secret is not echoed into logs either.
         raise InputError(

@@ -344,26 +344,46 @@ def test_compose_commands_are_real_entrypoints(compose, prefect_cli):
         if name == "seaweedfs":
             continue
         tokens = _command(service)
-        if tokens[:2] == ["sh", "-c"]:
-            steps = [shlex.split(step) for step in tokens[2].split("&&")]
+        if tokens[0] in ("python", "sh"):
+            script = tokens[1]
+            assert script.startswith("/app/deploy/"), "scripts are copied to /app/deploy by the Dockerfile"
+            assert (DEPLOY / script.removeprefix("/app/deploy/")).is_file()
+            steps = _register_commands() if script.endswith("register.sh") else []
         else:
             steps = [tokens]
         for step in steps:
-            assert (bins / step[0]).exists() or step[0] == "python", f"{name}: no executable {step[0]}"
+            assert (bins / step[0]).exists(), f"{name}: no executable {step[0]}"
             if step[0] == "prefect":
                 prefect_cli(step[1:])  # raises on an unknown command or option
             elif step[0] == "dask":
                 _check_dask(step)
-            elif step[0] == "python":
-                script = step[1]
-                assert script.startswith("/app/deploy/"), "scripts are copied to /app/deploy by the Dockerfile"
-                assert (DEPLOY / script.removeprefix("/app/deploy/")).is_file()
     # SeaweedFS: every flag exists in the weed binary the lock pins (the image has the same version).
     weed = _command(services["seaweedfs"])
     assert weed[0] == "server"
     assert services["seaweedfs"]["image"].endswith(":" + _weed_version())
     unknown = {arg.lstrip("-").split("=")[0] for arg in weed[1:]} - _weed_flags()
     assert not unknown, f"weed server has no flags {unknown}"
+
+
+def _register_commands() -> list[list[str]]:
+    """The prefect commands of deploy/register.sh, for each deployment it registers by default."""
+    text = (DEPLOY / "register.sh").read_text()
+    names = shlex.split(re.search(r"set -- (.*)$", text, flags=re.M).group(1))
+    commands = []
+    for line in text.splitlines():
+        match = re.search(r"\b(prefect .*?)(?:\s+2>&1\)|$)", line.strip())
+        if match and not line.strip().startswith("#"):
+            for name in names if '"$name"' in match.group(1) else [None]:
+                commands.append(shlex.split(match.group(1).replace('"$name"', name or "")))
+    return commands
+
+
+def test_register_script_deploys_every_deployment(prefect_yaml):
+    commands = _register_commands()
+    assert commands[0][:3] == ["prefect", "work-pool", "create"]
+    deployed = [c[c.index("--name") + 1] for c in commands if c[1] == "deploy"]
+    assert sorted(deployed) == sorted(d["name"] for d in prefect_yaml["deployments"])
+    assert all(c[c.index("--prefect-file") + 1] == "deploy/prefect.yaml" for c in commands if c[1] == "deploy")
 
 
 def _weed_version() -> str:
@@ -404,7 +424,8 @@ def test_compose_wiring_is_consistent(compose):
     # The worker that runs the flows polls the pool the deployments and the pool command name.
     worker = _command(services["prefect-worker"])
     pool = worker[worker.index("--pool") + 1]
-    assert f"work-pool create {pool} --type process" in _command(services["register-deployments"])[2]
+    create = next(c for c in _register_commands() if c[1:3] == ["work-pool", "create"])
+    assert create[3] == pool and create[create.index("--type") + 1] == "process"
     assert yaml.safe_load((DEPLOY / "prefect.yaml").read_text())["definitions"]["work_pool"]["name"] == pool
 
 
@@ -414,7 +435,7 @@ def test_compose_variables_come_from_the_env_example(compose):
     example = read_env_file(DEPLOY / ".env.example")
     assert used <= set(example), f"compose.yaml uses {used - set(example)} that deploy/.env.example lacks"
     # The local copies with credentials stay out of git.
-    ignored = (DEPLOY / ".gitignore").read_text().split()
+    ignored = (DEPLOY / ".gitignore").read_text().splitlines()
     assert {".env", "prdist.env", "kubernetes/s3.env"} <= set(ignored)
 
 
@@ -435,6 +456,10 @@ def test_dockerfile_builds_a_locked_non_root_image():
     ignore = (DEPLOY / "Dockerfile.dockerignore").read_text()
     for needed in ("requirements.lock", "pyproject.toml", "prdist/", "flows/", "deploy/"):
         assert f"!{needed}" in ignore
+    # What .gitignore keeps out of git stays out of the image too.
+    for line in (DEPLOY / ".gitignore").read_text().splitlines():
+        if line and not line.startswith("#"):
+            assert f"deploy/{line}" in ignore.splitlines(), line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,6 +565,11 @@ def test_release_event_refuses_bad_input(kwargs, error, fragment):
     assert "pw@" not in str(info.value) and "abc" not in str(info.value)
 
 
+def test_release_event_keeps_urls_without_secrets_verbatim():
+    for url in ("s3://bucket/kb 2026", "https://host/kb?part=1&name=a%20b", "gs://b/kb", "/data/kb"):
+        assert release_event(url).resource == url
+
+
 def test_release_dry_run_prints_the_event_without_a_server(capsys):
     assert main(["release", "--resource", "s3://releases/kb", "--out", "s3://prdist/runs", "--dry-run"]) == 0
     out, err = capsys.readouterr()
@@ -598,6 +628,7 @@ def test_emit_release_refuses_anything_but_an_event():
 # deploy/README.md
 
 
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # another cluster on the machine
 def test_tls_scheduler_through_dask_configuration(tmp_path, monkeypatch):
     """The README's recipe for TLS schedulers (Coiled, dask-gateway): certificates via DASK_* variables."""
     import dask
@@ -644,7 +675,7 @@ def _readme_commands(program: str) -> list[list[str]]:
 
 def test_readme_prefect_commands_parse(prefect_cli):
     commands = _readme_commands("prefect")
-    assert len(commands) >= 8
+    assert {c[0] for c in commands} >= {"server", "worker", "deployment", "work-pool", "deploy"}
     for tokens in commands:
         # <placeholders> of the README: a UUID where the CLI wants one, a word elsewhere.
         tokens = [str(uuid.uuid4()) if t == "<schedule-id>" else t for t in tokens]

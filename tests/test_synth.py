@@ -14,9 +14,12 @@ import math
 import os
 from pathlib import Path
 
+import fsspec
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import s3fs
 from distributed import Client, LocalCluster, get_task_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +28,7 @@ from scipy import stats
 from prdist import population
 from prdist.cli import main
 from prdist.dataflow import synth
+from prdist.dataflow.resource import extract_ranks, open_resource, verify_order
 from prdist.dataflow.synth import (
     BLOCK_ROWS,
     MARKER,
@@ -55,16 +59,12 @@ CONTINUOUS = [name for name in MODELS if name != "discrete"]
 
 def read(url, storage_options=None):
     """The dataset's rows in file order (files in name order), as numpy arrays."""
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    fs, root = fsspec.core.url_to_fs(str(url), **(storage_options or {}))
     names = sorted(p for p in fs.ls(root, detail=False) if p.endswith(".parquet"))
     tables = []
     for name in names:
         with fs.open(name, "rb") as fh:
             tables.append(pq.read_table(fh))
-    import pyarrow as pa
-
     table = pa.concat_tables(tables)
     return {c: table[c].to_numpy() for c in ("key", "score", "label")}, table.schema
 
@@ -88,14 +88,13 @@ def test_key_of_a_position_hashes_to_the_position(start, length):
 
 
 def test_block_boundaries_follow_the_beta_law_of_uniform_order_statistics():
-    # The cdf level at the end of block j is 1 - U_(c_j); over many seeds its first two values
-    # must be Beta(n - c + 1, c) distributed. 400 seeds: KS at level 1e-4 (fails for a wrong
-    # Beta parameter, e.g. c or c + 1 swapped, by a factor > 10 in the statistic).
+    # The cdf level at the end of block j is 1 - U_(c_j); over 400 seeds its first two values
+    # must be Beta(n - c + 1, c) distributed (KS at level 1e-4). The law of the second one is
+    # only right if the sequential draw conditions correctly on the first.
     n = 3 * BLOCK_ROWS + 123
     levels = np.array([synth._block_levels(n, seed)[:2] for seed in range(400)])
     for j in range(2):
         c = (j + 1) * BLOCK_ROWS
-        # Standardise to keep the test sharp where the law is concentrated near 1.
         result = stats.kstest(levels[:, j], stats.beta(n - c + 1, c).cdf)
         assert result.pvalue > 1e-4, (j, result)
     assert np.all(np.diff(synth._block_levels(10**9, 1)) <= 0)
@@ -132,6 +131,22 @@ def test_sorted_file_order_is_the_rank_order(tmp_path, name):
     np.testing.assert_array_equal(rank_order(rows["score"], rows["key"]), np.arange(n))
     if name == "discrete":
         assert np.unique(rows["score"]).size < 20  # ties really were exercised
+
+
+def test_the_resource_reader_finds_the_rows_at_their_ranks(tmp_path):
+    # prdist.dataflow.resource takes the files in natural order, skips the marker, checks the
+    # order from row-group statistics and resolves tie groups by key hash: on a sorted synthetic
+    # resource every rank must land on the row at that position, ties across files included.
+    n = 6_000
+    write_synthetic(MODELS["discrete"], n=n, out=str(tmp_path / "r"), partitions=4, seed=2, row_group_size=700)
+    rows, _ = read(tmp_path / "r")
+    resource = open_resource(str(tmp_path / "r"), label="label")
+    assert resource.n == n and resource.is_sorted_claim()
+    assert verify_order(resource, full=True).sorted
+    ranks = np.unique(np.r_[1, n, np.random.default_rng(0).integers(1, n + 1, 200)])
+    found = extract_ranks(resource, ranks)
+    np.testing.assert_array_equal(found["key"].to_numpy(), rows["key"][ranks - 1])
+    np.testing.assert_array_equal(found["label"].to_numpy(), rows["label"][ranks - 1])
 
 
 # Ranks at which the empirical precision is compared with the model's.
@@ -229,10 +244,11 @@ def test_rows_do_not_depend_on_partitions_or_row_groups(tmp_path, order):
 
 @pytest.fixture(scope="module")
 def clusters():
+    """Real clusters: 1 in-process worker, and 2 worker processes (so tasks must pickle)."""
     made = {}
-    for workers in (1, 2):
+    for workers, processes in ((1, False), (2, True)):
         cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None
         )
         # Not the default client: tests without client= must keep running in this process.
         made[workers] = (cluster, Client(cluster, set_as_default=False))
@@ -339,8 +355,6 @@ def test_parameters_are_checked(tmp_path, kwargs, match):
 
 
 def s3_files(s3_server, url) -> dict[str, bytes]:
-    import s3fs
-
     fs = s3fs.S3FileSystem(skip_instance_cache=True, **s3_server.storage_options)
     # Objects only: SeaweedFS also lists the (empty) directory it keeps for a prefix.
     found = fs.find(url, detail=True)
@@ -364,8 +378,6 @@ def test_s3_round_trip_gives_the_local_bytes(tmp_path, s3_server, s3_url):
 
 
 def test_s3_failures_leave_nothing_and_create_no_bucket(s3_server, s3_url, monkeypatch):
-    import s3fs
-
     options = s3_server.storage_options
     missing = f"s3://no-such-bucket-{os.getpid()}/r"
     with pytest.raises(InputError, match="does not exist"):

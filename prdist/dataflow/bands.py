@@ -13,7 +13,7 @@ on the workers of a ``distributed.Client``:
 
 Batch boundaries depend only on (replicates, n), never on the number of workers, and every batch
 is computed by the same deterministic code from its own seed, so the bands are bit-for-bit the same
-on 1, 2 or N workers and in a single process.
+on 1, 2 or N workers and in a single process (on one platform: see :mod:`prdist.bootstrap`).
 
 Users reach this through ``prdist.bootstrap_bands(..., client=client)``; the core imports this
 module only when a client is passed, so ``import prdist`` never imports Dask.

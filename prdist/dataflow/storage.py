@@ -45,6 +45,7 @@ __all__ = [
     "filesystem",
     "join_url",
     "parse_storage_options",
+    "publish",
     "redact",
     "redact_url",
     "resolve",
@@ -402,6 +403,10 @@ def _publish_local(location: Location, write: Callable, *, exclusive: bool) -> N
     os.makedirs(directory, exist_ok=True)
     # Hidden name in the same directory: readers skip it, and link/rename stay on one device.
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".prdist-tmp", dir=directory)
+    # mkstemp creates 0600; published files get the permissions any new file would get.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -468,7 +473,13 @@ def _publish_other(location: Location, write: Callable, *, exclusive: bool) -> N
                 fs.rm(tmp)
 
 
-def _publish(location: Location, write: Callable, *, exclusive: bool) -> None:
+def publish(location: Location, write: Callable, *, exclusive: bool) -> None:
+    """Write a file produced by ``write(fh)`` so that it appears whole or not at all.
+
+    With ``exclusive`` an existing file is refused (:class:`AlreadyExists`); otherwise it is
+    replaced atomically. This is the streaming form of :func:`write_bytes_exclusive` and
+    :func:`write_parquet`.
+    """
     with storage_errors(location, action="write"):
         if location.is_local:
             _publish_local(location, write, exclusive=exclusive)
@@ -521,7 +532,7 @@ def write_bytes_exclusive(url, data, *, storage_options=None) -> None:
                     raise _exists_error(location) from None
                 raise
         return
-    _publish(location, lambda fh: fh.write(payload), exclusive=True)
+    publish(location, lambda fh: fh.write(payload), exclusive=True)
 
 
 def write_parquet(table, url, *, storage_options=None, exclusive: bool = True, **parquet_options) -> None:
@@ -561,5 +572,5 @@ def write_parquet(table, url, *, storage_options=None, exclusive: bool = True, *
     def write(fh):
         pq.write_table(table, fh, write_statistics=True, **parquet_options)
 
-    _publish(location, write, exclusive=exclusive)
+    publish(location, write, exclusive=exclusive)
 
