@@ -113,7 +113,9 @@ def average_precision_bounds(bounds) -> tuple[float, float]:
 
     and each F_k is replaced by its lower or upper bound (y_lo(e_k)/y_hi(n), y_hi(e_k)/y_lo(n),
     made monotone) according to the sign of its coefficient; likewise for the upper bound with d.
-    The bounds are exact when every label is known.
+    The same holds with c and d replaced by monotone envelopes (a running minimum of c, a running
+    maximum from the right of d), whose coefficients never change sign; each bound is the
+    tighter of the two. The bounds are exact when every label is known.
 
     Returns
     -------
@@ -149,8 +151,13 @@ def average_precision_bounds(bounds) -> tuple[float, float]:
         coef = values[:-1] - values[1:]
         return float(values[-1] + np.sum(coef * np.where(coef >= 0, falling_share, rising_share)))
 
-    ap_lo = abel(c, share_lo, share_hi) if total_lo > 0 else 0.0
-    ap_hi = abel(d, share_hi, share_lo)
+    # Two valid bounds, each tight where the other is loose: summation by parts is exact when the
+    # shares are known but adds up every oscillation of c and d otherwise; monotone envelopes
+    # (running minimum of c, running maximum from the right of d) never oscillate.
+    c_env = np.minimum.accumulate(c)
+    d_env = np.maximum.accumulate(d[::-1])[::-1]
+    ap_lo = max(abel(c, share_lo, share_hi), abel(c_env, share_lo, share_hi)) if total_lo > 0 else 0.0
+    ap_hi = min(abel(d, share_hi, share_lo), abel(d_env, share_hi, share_lo))
     return max(0.0, min(ap_lo, 1.0)), max(0.0, min(ap_hi, 1.0))
 
 
