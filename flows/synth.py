@@ -6,7 +6,7 @@ from prefect import flow, task
 
 from flows._policies import IO_RETRIES
 from prdist.dataflow.cluster import dask_client
-from prdist.dataflow.synth import write_synthetic
+from prdist.dataflow.synth import model_from_description, write_synthetic
 
 
 @task(**IO_RETRIES)
@@ -18,5 +18,11 @@ def write_task(model, n: int, out: str, order: str, seed: int, partitions: int |
 
 @flow(name="synthesize-resource", log_prints=True)
 def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: int = 0, partitions: int | None = None, storage_options: dict | None = None, scheduler: str | None = None) -> str:
-    """Write ``n`` items drawn from ``model`` (a prdist.population model) to ``out``; return its URL."""
+    """Write ``n`` items drawn from ``model`` to ``out``; return its URL.
+
+    ``model`` is a prdist.population model, or its JSON description ``{"family": ...,
+    "parameters": ...}`` (the form deployments pass and synthetic resources record).
+    """
+    if isinstance(model, dict):
+        model = model_from_description(model)
     return write_task(model, n, out, order, seed, partitions, storage_options, scheduler)

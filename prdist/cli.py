@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import traceback
 
-from .errors import AwaitingLabels, InputError
+from .errors import AwaitingLabels, InputError, PrdistError
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_AWAITING_LABELS = 0, 1, 2, 3
 
@@ -23,6 +24,31 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise InputError(f"{self.prog}: {message}. Run '{self.prog} --help' for usage.")
+
+
+class _OneLineForPrdistErrors(logging.Filter):
+    """Drop the traceback Prefect's console log attaches to a flow failing with a prdist error.
+
+    Such an error is the user's to fix and main() prints it as one line; the traceback stays in
+    the flow run's logs on the Prefect server (the API handler sees the record first), and
+    ``--debug`` keeps it on the console too.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], PrdistError):
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def _quiet_prefect_console(args) -> None:
+    """Install :class:`_OneLineForPrdistErrors` on Prefect's console handlers (after Prefect is imported)."""
+    if args.debug:
+        return
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(isinstance(f, _OneLineForPrdistErrors) for f in handler.filters):
+            handler.addFilter(_OneLineForPrdistErrors())
 
 
 def _print_json(obj) -> None:
@@ -353,6 +379,7 @@ def _cmd_run(args) -> int:
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
     from flows.evaluate_release import evaluate_release
 
+    _quiet_prefect_console(args)
     resource, oracle = args.resource, args.oracle_column
     if resource is None:
         resource, oracle = _demo_resource(args, storage_options), oracle or "label"
@@ -475,6 +502,8 @@ def _cmd_compare(args) -> int:
         check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
     from flows.compare_systems import compare_systems  # Prefect: imported only once the input is valid
+
+    _quiet_prefect_console(args)
 
     state = compare_systems(
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
@@ -611,6 +640,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(exc: BaseException) -> str:
+    # Messages quote other libraries' errors, some of which span lines; the contract is one line.
+    return " ".join(str(exc).split())
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # The ephemeral Prefect server phones home unless told not to; clusters are often offline.
@@ -625,7 +659,7 @@ def main(argv=None) -> int:
     except InputError as exc:
         if debug:
             traceback.print_exc()
-        print(f"prdist: error: {exc}", file=sys.stderr)
+        print(f"prdist: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("prdist: interrupted", file=sys.stderr)
@@ -637,7 +671,7 @@ def main(argv=None) -> int:
     except Exception as exc:  # the last resort: one line, traceback on request
         if debug:
             traceback.print_exc()
-        print(f"prdist: failed: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
+        print(f"prdist: failed: {type(exc).__name__}: {_one_line(exc)} (rerun with --debug for the traceback)", file=sys.stderr)
         return EXIT_FAILURE
 
 

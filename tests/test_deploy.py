@@ -252,9 +252,9 @@ def test_synthesize_deployment_describes_its_model_as_json(prefect_yaml):
     description = synthesize["parameters"]["model"]
     json.dumps(description)  # a deployment parameter must be JSON
     # The description format that synthetic resources record in their metadata.
-    model = synth._rebuild_model(description)
+    model = synth.model_from_description(description)
     assert isinstance(model, population.ScoreModel)
-    assert synth._describe_model(model) == {
+    assert synth.describe_model(model) == {
         "family": description["family"],
         "parameters": {k: list(v) if isinstance(v, list) else v for k, v in description["parameters"].items()},
     }

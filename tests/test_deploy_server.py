@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 import uuid
-import warnings
 from pathlib import Path
 
 import httpx
@@ -126,8 +125,6 @@ def _register(names: list[str], *, env: dict, logs: Path) -> None:
         log = logs / f"register-{name}.log"
         code = proc.wait(timeout=300)
         assert code == 0, f"register.sh {name} failed with {code}:\n{_tail(log)}"
-        if "known fastapi incompatibility" in log.read_text(errors="replace"):
-            warnings.warn("prefect deploy ended with the known fastapi 0.154 incompatibility (see deploy/README.md)", stacklevel=2)
 
 
 def _manifests(runs: Path) -> dict[str, dict]:
@@ -250,9 +247,8 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
         awaiting = manifests[released.url if "://" in released.url else f"file://{released.url}"]
         assert awaiting["counts"]["unknown"] > 0
         assert (awaiting["_dir"] / "annotation_task.csv").is_file()
-        # The flow's Prefect artifact names the run directory. Raw HTTP: the client's
-        # read_artifacts sends `null` for unused filters, which the lock's fastapi refuses (422),
-        # and an empty task-run filter would keep only task-level artifacts.
+        # The flow's Prefect artifact names the run directory (raw HTTP: an empty task-run filter
+        # in the client's read_artifacts would keep only task-level artifacts).
         response = httpx.post(f"{api}/artifacts/filter", timeout=30, json={
             "flow_runs": {"id": {"any_": [str(nightly_run.id)]}}, "sort": "CREATED_DESC", "limit": 10, "offset": 0,
         })  # fmt: skip

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from .storage import AlreadyExists, filesystem, join_url, write_bytes_exclusive, write_parquet
+from .storage import AlreadyExists, filesystem, join_url, storage_errors, write_bytes_exclusive, write_parquet
 
 __all__ = ["MANIFEST", "RunDirectory", "run_id"]
 
@@ -77,9 +77,10 @@ class RunDirectory:
     def write_bytes(self, name: str, data: bytes) -> str:
         """Write an artifact (before the commit; a crashed attempt's file is overwritten)."""
         fs, path = self._fs_path(name)
-        fs.makedirs(posixpath.dirname(path), exist_ok=True)
-        with fs.open(path, "wb") as fh:
-            fh.write(data)
+        with storage_errors(self.path_of(name), action="write"):
+            fs.makedirs(posixpath.dirname(path), exist_ok=True)
+            with fs.open(path, "wb") as fh:
+                fh.write(data)
         return self.path_of(name)
 
     def write_table(self, name: str, frame: pd.DataFrame, schema: pa.Schema | None = None) -> str:

@@ -22,12 +22,15 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> 
     Parameters
     ----------
     scheduler : str, optional
-        Address of a running scheduler (``tcp://host:8786``). Without one, a local cluster of
-        one single-threaded worker process per core is started and closed afterwards
-        (single-threaded because the kernels are NumPy loops that hold the GIL between calls).
+        Address of a running scheduler (``tcp://host:8786``). Without one, Dask's own
+        ``scheduler-address`` setting (``DASK_SCHEDULER_ADDRESS``) is used when set, as on a
+        Kubernetes work pool; otherwise a local cluster of one single-threaded worker process per
+        core is started and closed afterwards (single-threaded because the kernels are NumPy
+        loops that hold the GIL between calls).
     workers : int, optional
         Number of local workers (default: the number of cores, at most 4).
     """
+    scheduler = scheduler or dask.config.get("scheduler-address", None)
     if scheduler:
         try:
             client = Client(scheduler, timeout="20s")

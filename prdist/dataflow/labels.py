@@ -27,7 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
-from .storage import filesystem, join_url, write_bytes_exclusive
+from .storage import filesystem, join_url, storage_errors, write_bytes_exclusive
 
 __all__ = [
     "LabelLookup",
@@ -244,10 +244,10 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     task["label"] = ""
     csv_url, jsonl_url = join_url(out_dir, "annotation_task.csv"), join_url(out_dir, "annotation_task.jsonl")
     fs, csv_path = filesystem(csv_url, storage_options)
-    with fs.open(csv_path, "wb") as fh:
+    with storage_errors(csv_url, action="write"), fs.open(csv_path, "wb") as fh:
         fh.write(task.to_csv(index=False).encode("utf-8"))
     _, jsonl_path = filesystem(jsonl_url, storage_options)
-    with fs.open(jsonl_path, "wb") as fh:
+    with storage_errors(jsonl_url, action="write"), fs.open(jsonl_path, "wb") as fh:
         fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
     return csv_url, jsonl_url
 
@@ -270,7 +270,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None) -> in
     else:
         task = pd.DataFrame(columns=["rank", "key", "score", "label"])
     out_fs, out_path = filesystem(out, storage_options)
-    with out_fs.open(out_path, "wb") as fh:
+    with storage_errors(out, action="write"), out_fs.open(out_path, "wb") as fh:
         if suffix == ".csv":
             fh.write(task.to_csv(index=False).encode("utf-8"))
         elif suffix == ".jsonl":

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import __version__
+from ..errors import DataError
 from ..ranking import rank_order
 from ..report import render_report
 from . import evaluate as ev
@@ -53,6 +54,16 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str
         items = select_ranks(resource, ranks, client=client, columns=columns)
     if not np.array_equal(items["rank"].to_numpy(), np.asarray(ranks)):
         raise RuntimeError("extraction returned other ranks than were planned")  # an internal bug, not bad input
+    # The staged file is keyed by the fingerprint taken when the resource was opened; a writer
+    # replacing the release in the meantime would stage other items under it. The footers, read
+    # again (no data), tell.
+    again = open_resource(resource.fs.unstrip_protocol(resource.root), storage_options=resource.storage_options,
+                          key=resource.key, score=resource.score, label=resource.label)
+    if again.fingerprint != resource.fingerprint:
+        raise DataError(
+            f"{resource.url} changed while it was being read (its files or row groups differ from when it "
+            "was opened). Run again on data that stays put."
+        )
     table = pa.Table.from_pandas(items, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta[b"prdist.extract_seconds"] = f"{time.perf_counter() - started:.3f}".encode()

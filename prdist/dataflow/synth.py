@@ -322,12 +322,12 @@ def _partition_task(*args) -> int | Exception:
 _FAMILIES = ("binormal", "bilognormal", "bibeta", "uniform", "discrete", "bumped")
 
 
-def _describe_model(model) -> dict:
+def describe_model(model) -> dict:
     """{"family", "parameters"} of a population model, nested models described in turn."""
     params = {}
     for name, value in model.parameters.items():
         if isinstance(value, population.ScoreModel):
-            params[name] = _describe_model(value)
+            params[name] = describe_model(value)
         elif isinstance(value, tuple):
             params[name] = list(value)
         else:
@@ -335,7 +335,7 @@ def _describe_model(model) -> dict:
     return {"family": model.family, "parameters": params}
 
 
-def _rebuild_model(description: dict):
+def model_from_description(description: dict):
     family = description.get("family")
     if family not in _FAMILIES:
         raise DataError(
@@ -343,7 +343,7 @@ def _rebuild_model(description: dict):
             f"version of prdist does not know (known: {', '.join(_FAMILIES)}). Upgrade prdist."
         )
     params = {
-        name: _rebuild_model(value) if isinstance(value, dict) else value
+        name: model_from_description(value) if isinstance(value, dict) else value
         for name, value in description["parameters"].items()
     }
     return getattr(population, family)(**params)
@@ -486,7 +486,7 @@ def write_synthetic(
 
     description = {
         "format": _FORMAT_VERSION,
-        "model": _describe_model(model),
+        "model": describe_model(model),
         "n": n,
         "order": order,
         "seed": seed,
@@ -652,7 +652,7 @@ def read_synth_metadata(url, *, storage_options=None) -> SyntheticResource:
         )
     return SyntheticResource(
         url=_display(location),
-        model=_rebuild_model(marker["model"]),
+        model=model_from_description(marker["model"]),
         n=int(marker["n"]),
         order=marker["order"],
         seed=int(marker["seed"]),
