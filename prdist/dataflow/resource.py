@@ -47,6 +47,7 @@ from fsspec.implementations.local import LocalFileSystem
 from .._validation import check_int
 from ..errors import DataError, InputError, ParameterError
 from ..ranking import key_hash
+from .progress import report_progress
 from .storage import Location, redact, resolve, storage_errors
 
 __all__ = [
@@ -693,6 +694,7 @@ def run_tasks(client, function, partitions, *args):
         return [function(p, *args) for p in partitions]
     futures = client.map(function, partitions, *[[a] * len(partitions) for a in args], pure=False)
     try:
+        report_progress(futures, function.__name__.strip("_").replace("_task", "").replace("_", " "))
         return client.gather(futures)
     finally:
         for future in futures:

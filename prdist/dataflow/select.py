@@ -47,6 +47,7 @@ import pyarrow as pa
 from .._validation import check_int
 from ..errors import DataError
 from ..ranking import key_hash
+from .progress import report_progress
 from .resource import (
     DEFAULT_PARTITION_ROWS,
     Partition,
@@ -209,6 +210,7 @@ def _histogram(client, partitions, fs, columns, bins: _Bins, names):
         return total
     shared = client.scatter(bins, broadcast=True, hash=False)
     futures = client.map(_histogram_task, partitions, fs=fs, columns=columns, bins=shared, names=names, pure=False)
+    report_progress(futures, "histogram")
     while len(futures) > 1:
         futures = [client.submit(_merge, *futures[i:i + 8], pure=False) for i in range(0, len(futures), 8)]
     result = futures[0].result()
