@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from prefect.cache_policies import NO_CACHE
 
+from prdist.dataflow.storage import StorageUnavailable
 from prdist.errors import PrdistError
 
 
 def transient(task, task_run, state) -> bool:
-    """Retry I/O failures, never bad input: a wrong URL or schema does not fix itself."""
+    """Retry I/O failures, never bad input: a wrong URL or schema does not fix itself.
+
+    An unreachable storage endpoint is retried too: it may be a typo, or an outage that passes.
+    """
     try:
         state.result()
+    except StorageUnavailable:
+        return True
     except PrdistError:
         return False
     except Exception:

@@ -16,6 +16,7 @@ from prefect.states import Completed
 
 from flows._policies import IN_MEMORY, IO_RETRIES
 from prdist.dataflow import compare as cmp
+from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.cluster import dask_client
 from prdist.importance import SamplingDistribution
 
@@ -53,7 +54,7 @@ def write_task(systems, drawn, labeled, params, out: str, estimates, store, exha
                              labels=store, exhaustive=exhaustive, storage_options=storage_options)
 
 
-def summary_markdown(outcome: cmp.CompareOutcome) -> str:
+def summary_markdown(outcome: RunOutcome) -> str:
     """The Prefect artifact: every system's precision interval at a glance."""
     m = outcome.manifest
     c = m["counts"]

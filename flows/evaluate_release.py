@@ -18,8 +18,8 @@ from prefect.states import Completed
 from flows._policies import IN_MEMORY, IO_RETRIES
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client
+from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.run import (
-    RunOutcome,
     exact_precision,
     extract_items,
     open_for_run,

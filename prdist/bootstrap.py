@@ -131,8 +131,7 @@ DEFAULT_MIN_ESS_FRACTION = 0.5
 SMALL_SAMPLE_POSITIVES = 20
 #: Fewer than this many effective replicates beyond the (1 - delta) quantile makes it unstable.
 MIN_TAIL_REPLICATES = 5
-#: Scores drawn per batch (replicates x n) are kept near this many, so that a batch is a task
-#: of some tens of milliseconds: long enough to amortise a Dask task's overhead.
+#: Scores drawn per batch (replicates x n) are kept near this many (see replicate_batch_sizes).
 _BATCH_ELEMENTS = 1 << 21
 _MAX_BATCH_REPLICATES = 64
 #: Within a batch, replicates are drawn and evaluated in chunks of about this many scores
@@ -314,8 +313,10 @@ def recall_grid(eps_beta=DEFAULT_EPS_BETA, size=DEFAULT_GRID_SIZE) -> np.ndarray
 def replicate_batch_sizes(replicates, n) -> tuple[int, ...]:
     """Sizes of the seeded replicate batches: a function of (replicates, n) only.
 
-    Batches hold about 2^21 drawn scores (at most 64 replicates) so that one batch's arrays stay
-    near 16 MB; the last batch takes the remainder. Never depends on the number of workers.
+    Batches hold about 2^21 drawn scores (at most 64 replicates): a batch is one Dask task, and
+    that many scores take some tens of milliseconds, enough to amortise a task's overhead while
+    leaving tens of tasks to share out. The last batch takes the remainder. Never depends on the
+    number of workers.
 
     Examples
     --------

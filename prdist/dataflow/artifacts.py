@@ -13,7 +13,7 @@ import hashlib
 import json
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from ..errors import InputError
 from .storage import AlreadyExists, filesystem, join_url, storage_errors, write_bytes_exclusive, write_parquet
 
-__all__ = ["MANIFEST", "RunDirectory", "run_id"]
+__all__ = ["MANIFEST", "RunDirectory", "RunOutcome", "run_id"]
 
 MANIFEST = "manifest.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -101,3 +101,15 @@ class RunDirectory:
         except AlreadyExists:
             return False
         return True
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where a run (an evaluation or a comparison) landed: its directory, manifest, missing labels."""
+
+    url: str
+    manifest: dict
+    missing: int
+    task: str | None = None
+    reused: bool = False
+    cutoffs: dict = field(default_factory=dict)

@@ -95,7 +95,7 @@ from ..importance import (
     estimate_recall,
 )
 from ..ranking import key_hash
-from .artifacts import RunDirectory, run_id
+from .artifacts import RunDirectory, RunOutcome, run_id
 from .labels import export_annotation_task, lookup_labels, normalise_keys, read_label_file
 from .resource import (
     DEFAULT_PARTITION_ROWS,
@@ -116,7 +116,6 @@ from .select import select_ranks
 __all__ = [
     "ALLOCATIONS",
     "DEFAULT_BUCKET_ROWS",
-    "CompareOutcome",
     "CompareParams",
     "DrawnSample",
     "ExhaustiveSample",
@@ -1091,17 +1090,6 @@ def estimate_systems(sample: JointSample, drawn: DrawnSample, params: ComparePar
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CompareOutcome:
-    """Where a comparison landed: the run directory, its manifest, how many labels are missing."""
-
-    url: str
-    manifest: dict
-    missing: int
-    task: str | None = None
-    reused: bool = False
-
-
 def _sample_table(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
     """sample.parquet: one row per (drawn key, system that outputs or drew it)."""
     present = ~np.isnan(drawn.scores) | (sample.counts > 0)
@@ -1120,7 +1108,7 @@ def _sample_table(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
 
 def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: CompareParams, *, out: str,
                   frame: pd.DataFrame | None = None, diagnostics: dict | None = None, labels: str | None = None,
-                  exhaustive: ExhaustiveSample | None = None, storage_options=None) -> CompareOutcome:
+                  exhaustive: ExhaustiveSample | None = None, storage_options=None) -> RunOutcome:
     """Write one comparison's run directory under ``out``, the manifest last.
 
     Complete (every drawn item labeled): ``compare.parquet``, ``sample.parquet``, ``manifest.json``.
@@ -1140,7 +1128,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     run = RunDirectory(out, run_id("compare", fingerprints, params.to_dict(), exhaustive_fp, labels_fp), storage_options)
     if run.is_committed():
         manifest = run.read_manifest()
-        return CompareOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+        return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
 
     run.write_table("sample.parquet", _sample_table(drawn, sample))
     task_url = None
@@ -1193,13 +1181,13 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     committed = run.commit(manifest)
     if not committed:  # a concurrent attempt of the same run committed first: its result stands
         manifest = run.read_manifest()
-    return CompareOutcome(run.url, manifest, missing, task_url, reused=not committed)
+    return RunOutcome(run.url, manifest, missing, task_url, reused=not committed)
 
 
 def run_compare(systems, *, out: str, params: CompareParams, labels: str | None = None,
                 exhaustive: str | None = None, storage_options=None, client=None, key: str = "key",
                 score: str = "score", partition_rows: int = DEFAULT_PARTITION_ROWS,
-                bucket_rows: int = DEFAULT_BUCKET_ROWS) -> CompareOutcome:
+                bucket_rows: int = DEFAULT_BUCKET_ROWS) -> RunOutcome:
     """Compare systems end to end: open, draw, join, label, estimate, write (the flow's steps in order).
 
     Parameters
@@ -1223,7 +1211,7 @@ def run_compare(systems, *, out: str, params: CompareParams, labels: str | None 
 
     Returns
     -------
-    CompareOutcome
+    RunOutcome
         ``missing > 0`` when drawn items await labels (the run then holds the annotation task).
 
     Examples

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import dataclass, field
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -20,13 +18,13 @@ from ..errors import DataError
 from ..ranking import rank_order
 from ..report import render_report
 from . import evaluate as ev
-from .artifacts import RunDirectory, run_id
+from .artifacts import RunDirectory, RunOutcome, run_id
 from .labels import export_annotation_task
 from .resource import Resource, extract_ranks, open_resource
 from .select import select_ranks
 from .storage import filesystem, write_parquet
 
-__all__ = ["RunOutcome", "extract_items", "open_for_run", "read_items", "summary_markdown", "write_run"]
+__all__ = ["exact_precision", "extract_items", "open_for_run", "read_items", "summary_markdown", "write_run"]
 
 
 def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
@@ -103,18 +101,6 @@ def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | Non
     y = np.cumsum(labels[rank_order(scores, keys)])
     ranks = np.asarray(ranks, dtype=np.int64)
     return pd.DataFrame({"rank": ranks, "precision": y[ranks - 1] / ranks})
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """Where a run landed and what it says."""
-
-    url: str
-    manifest: dict
-    missing: int
-    task: str | None = None
-    reused: bool = False
-    cutoffs: dict = field(default_factory=dict)
 
 
 def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None) -> RunOutcome:

@@ -42,6 +42,7 @@ from ..errors import InputError, ParameterError, PrdistError
 __all__ = [
     "AlreadyExists",
     "Location",
+    "StorageUnavailable",
     "filesystem",
     "join_url",
     "parse_storage_options",
@@ -67,6 +68,14 @@ _BAD_CREDENTIAL_CODES = frozenset(
 
 class AlreadyExists(InputError, FileExistsError):
     """A create-only write found its target already there."""
+
+
+class StorageUnavailable(InputError):
+    """The storage endpoint cannot be reached.
+
+    A wrong endpoint (bad input) or an outage (it may pass): the flows retry it, unlike other
+    input errors, and report it as bad input when it does not pass.
+    """
 
 
 def _is_secret_name(name) -> bool:
@@ -322,7 +331,7 @@ def _translate(exc: BaseException, display: str, action: str, location: Location
             "'secret', or {\"anon\": true} for a public bucket."
         )
     if name in ("EndpointConnectionError", "ConnectTimeoutError", "ClientConnectorError", "ConnectionClosedError"):
-        return InputError(
+        return StorageUnavailable(
             f"{what}: the storage endpoint cannot be reached ({exc}). Check AWS_ENDPOINT_URL or the "
             "'endpoint_url' storage option, and that the server is running."
         )
