@@ -10,11 +10,10 @@ input, which is never pickled to Prefect's result store). Retries are on the I/O
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
-from prefect.states import Completed
+from prefect import flow, task
+from pydantic import SecretStr
 
-from flows._policies import IN_MEMORY, IO_RETRIES
+from flows._policies import IN_MEMORY, IO_RETRIES, conclude, unsealed
 from prdist.dataflow import compare as cmp
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.cluster import dask_client
@@ -97,7 +96,7 @@ def compare_systems(
     confidence: float = 0.95,
     exhaustive: str | None = None,
     scheduler: str | None = None,
-    storage_options: dict | None = None,
+    storage_options: dict | SecretStr | None = None,
     key: str = "key",
     score: str = "score",
 ) -> str:
@@ -107,11 +106,11 @@ def compare_systems(
     drawn items lack labels the run holds ``annotation_task.csv``/``.jsonl`` and the flow ends in
     the state named "AwaitingLabels".
     """
-    logger = get_run_logger()
     params = cmp.CompareParams(
         budget=budget, seed=seed, distribution=SamplingDistribution(distribution, k=k, power=power),
         allocation=allocation, weights=weights, confidence=confidence,
     )  # fmt: skip
+    storage_options = unsealed(storage_options)
     opened = open_systems_task(systems, storage_options, key, score)
     sample_of = None
     if exhaustive is not None:
@@ -120,10 +119,4 @@ def compare_systems(
     labeled = labels_task(drawn, labels, storage_options)
     estimates = estimate_task(labeled, drawn, params) if labeled.missing == 0 else None
     outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, storage_options)
-    create_markdown_artifact(markdown=summary_markdown(outcome), key="prdist-comparison", description="prdist comparison summary")
-    logger.info("run directory: %s", outcome.url)
-    if outcome.missing:
-        message = f"{outcome.missing} drawn items await labels; annotation task at {outcome.task}"
-        logger.warning(message)
-        return Completed(name="AwaitingLabels", message=message, data=outcome.url)
-    return outcome.url
+    return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-comparison", waiting_for="drawn items")

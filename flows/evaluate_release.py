@@ -11,11 +11,10 @@ arrive resumes there; the run itself is found by its id and not redone.
 from __future__ import annotations
 
 import numpy as np
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
-from prefect.states import Completed
+from prefect import flow, task
+from pydantic import SecretStr
 
-from flows._policies import IN_MEMORY, IO_RETRIES
+from flows._policies import IN_MEMORY, IO_RETRIES, conclude, unsealed
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client
 from prdist.dataflow.artifacts import RunOutcome
@@ -89,7 +88,7 @@ def evaluate_release(
     bands: bool = False,
     seed: int = 0,
     scheduler: str | None = None,
-    storage_options: dict | None = None,
+    storage_options: dict | SecretStr | None = None,
     key: str = "key",
     score: str = "score",
 ) -> str:
@@ -99,12 +98,11 @@ def evaluate_release(
     complete run with conservative bounds plus ``annotation_task.csv``/``.jsonl``, and ends in
     the state named "AwaitingLabels".
     """
-    logger = get_run_logger()
     params = ev.EvaluationParams(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
         seed=seed, oracle_column=oracle_column, bands=bands,
     )
-    res = open_resource_task(resource, storage_options, key, score, oracle_column)
+    res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
     planned = plan_task(res.n, params)
     items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
     items, resolution = labels_task(items_url, res, params, labels)
@@ -113,10 +111,4 @@ def evaluate_release(
     # In simulation the truth is known: record the exact precision beside the bounds.
     exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
     outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact)
-    create_markdown_artifact(markdown=summary_markdown(outcome), key="prdist-evaluation", description="prdist evaluation summary")
-    logger.info("run directory: %s", outcome.url)
-    if outcome.missing:
-        message = f"{outcome.missing} planned items await labels; annotation task at {outcome.task}"
-        logger.warning(message)
-        return Completed(name="AwaitingLabels", message=message, data=outcome.url)
-    return outcome.url
+    return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")

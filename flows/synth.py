@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from prefect import flow, task
+from pydantic import SecretStr
 
-from flows._policies import IO_RETRIES
+from flows._policies import IO_RETRIES, unsealed
 from prdist.dataflow.cluster import dask_client
 from prdist.dataflow.synth import model_from_description, write_synthetic
 
@@ -17,7 +18,7 @@ def write_task(model, n: int, out: str, order: str, seed: int, partitions: int |
 
 
 @flow(name="synthesize-resource", log_prints=True)
-def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: int = 0, partitions: int | None = None, storage_options: dict | None = None, scheduler: str | None = None) -> str:
+def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: int = 0, partitions: int | None = None, storage_options: dict | SecretStr | None = None, scheduler: str | None = None) -> str:
     """Write ``n`` items drawn from ``model`` to ``out``; return its URL.
 
     ``model`` is a prdist.population model, or its JSON description ``{"family": ...,
@@ -25,4 +26,4 @@ def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: in
     """
     if isinstance(model, dict):
         model = model_from_description(model)
-    return write_task(model, n, out, order, seed, partitions, storage_options, scheduler)
+    return write_task(model, n, out, order, seed, partitions, unsealed(storage_options), scheduler)
