@@ -481,7 +481,9 @@ class _Scratch:
         """A 1-d array of ``size`` elements, valid until the next request of ``name``."""
         buffer = self._buffers.get(name)
         if buffer is None or buffer.size < size:
-            buffer = self._buffers[name] = np.empty(size, dtype=dtype)
+            # Sizes vary with the binomial count of positives: grow with headroom, so that a
+            # new largest count does not mean a new buffer every time.
+            buffer = self._buffers[name] = np.empty(size + size // 4, dtype=dtype)
         return buffer[:size]
 
 

@@ -377,6 +377,7 @@ def _cmd_run(args) -> int:
     check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
     confidence = _confidence_option(args.confidence)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
     from flows.evaluate_release import evaluate_release
 
     _quiet_prefect_console(args)
@@ -387,7 +388,7 @@ def _cmd_run(args) -> int:
         resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
         r_tilde=args.r_tilde, confidence=confidence, labels=args.labels,
         oracle_column=oracle, bands=args.bands, seed=args.seed, scheduler=args.scheduler,
-        storage_options=storage_options, key=args.key, score=args.score, return_state=True,
+        storage_options=sealed(storage_options), key=args.key, score=args.score, return_state=True,
     )  # fmt: skip
     url = state.result()  # re-raises the flow's error, typed
     from .dataflow.summary import run_summary
@@ -402,6 +403,7 @@ def _cmd_run(args) -> int:
 
 def _demo_resource(args, storage_options) -> str:
     """The demo's synthetic resource: binormal scores, 30 % positives, sorted (reused if present)."""
+    from flows._policies import sealed
     from flows.synth import synthesize_resource
 
     from . import population
@@ -414,7 +416,7 @@ def _demo_resource(args, storage_options) -> str:
         read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
     model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
-    return synthesize_resource(model, args.demo_n, url, order="sorted", seed=args.seed, storage_options=storage_options, scheduler=args.scheduler)
+    return synthesize_resource(model, args.demo_n, url, order="sorted", seed=args.seed, storage_options=sealed(storage_options), scheduler=args.scheduler)
 
 
 def _add_compare(sub) -> None:
@@ -501,6 +503,7 @@ def _cmd_compare(args) -> int:
     if args.power is not None:
         check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
     from flows.compare_systems import compare_systems  # Prefect: imported only once the input is valid
 
     _quiet_prefect_console(args)
@@ -509,7 +512,7 @@ def _cmd_compare(args) -> int:
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
         distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
         confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler,
-        storage_options=storage_options, key=args.key, score=args.score, return_state=True,
+        storage_options=sealed(storage_options), key=args.key, score=args.score, return_state=True,
     )  # fmt: skip
     url = state.result()  # re-raises the flow's error, typed
     if state.name == "AwaitingLabels":
@@ -555,6 +558,13 @@ def _add_labels(sub) -> None:
     imp.add_argument("--store", required=True, metavar="URL", help="the label store (created if absent)")
     imp.add_argument("files", nargs="+", metavar="FILE", help="label files; every file is validated before anything is written")
     imp.add_argument("--annotator", default=None, help="who labeled (when the files do not say)")
+    imp.add_argument(
+        "--resource", default=None, metavar="URL",
+        help="refuse labels for keys this Parquet resource does not hold (reads its key column once); "
+             "without it any key is accepted, as one store serves many resources",
+    )  # fmt: skip
+    imp.add_argument("--key", default="key", metavar="COL", help="key column of --resource (default key)")
+    imp.add_argument("--score", default="score", metavar="COL", help="score column of --resource (default score)")
     imp.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
     imp.set_defaults(handler=_cmd_labels_import)
     exp = actions.add_parser("export", help="write the items a run still needs labeled, for an annotation tool")
@@ -568,7 +578,8 @@ def _cmd_labels_import(args) -> int:
     from .dataflow.labels import import_labels
 
     options = _json_object_option(args.storage_options, option="--storage-options")
-    summary = import_labels(args.store, args.files, storage_options=options, annotator=args.annotator)
+    summary = import_labels(args.store, args.files, storage_options=options, annotator=args.annotator,
+                            resource=args.resource, key=args.key, score=args.score)
     print(f"prdist labels: {summary.labels:,} labels ({summary.positives:,} positive) from {len(summary.files)} file(s)")
     print(summary.written)
     return EXIT_OK

@@ -4,8 +4,10 @@ Every case goes through the command line in-process (``prdist.cli.main`` with it
 redirected) and asserts the whole contract of exit code 2:
 
 - the exit code is 2;
-- stderr is exactly one line, ``prdist: error: ...``, holding the fragments that name the problem
-  and the fix; no traceback (``--debug`` adds it: see ``test_debug_shows_the_traceback``);
+- stderr holds exactly one line of prdist's, ``prdist: error: ...``, with the fragments that name
+  the problem and the fix; every other line is a one-line record of Prefect's console log (its
+  handler writes to the redirected stream, as it does to a terminal); no traceback anywhere
+  (``--debug`` adds it: see ``test_debug_shows_the_traceback``);
 - nothing is written or changed: every file under the watched roots (the output root, the label
   store, the resource itself) has the same bytes afterwards, and no run directory appears.
 
@@ -21,12 +23,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import flows.evaluate_release  # noqa: F401 (Prefect configures its logging on import, before the tests touch it)
 from prdist import plan_paula, population, precision_function, random_sampling_budget
 from prdist.cli import main
 from prdist.dataflow.artifacts import RunDirectory
@@ -42,21 +46,60 @@ from prdist.dataflow.evaluate import EvaluationParams
 from prdist.dataflow.labels import import_labels, write_annotation_file
 from prdist.dataflow.resource import extract_ranks, open_resource, verify_order
 from prdist.dataflow.storage import parse_storage_options, write_bytes_exclusive
+from prdist.dataflow.synth import write_synthetic
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 PREFECT_LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} \| (INFO|WARNING|ERROR) +\| ")
-N = 600  # below the default plan's prefix g_l (3,466): every item is planned, so every row is read
+N = 600  # below the default plan's prefix g_l (3,492): every item is planned, so every row is read
+
+
+@contextlib.contextmanager
+def prefect_console_to(stream):
+    """Point Prefect's console log at ``stream`` for a while.
+
+    Prefect's console handler keeps the stream of the moment it was configured (on the first
+    import of ``prefect.main``); pointing it at the redirected stderr shows a test what a terminal
+    shows: Prefect's log lines (and any traceback they carry) beside prdist's own.
+    """
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
+    saved = [(h.stream, h.console.file) for h in handlers]
+    for handler in handlers:
+        handler.stream = handler.console.file = stream
+    try:
+        yield
+    finally:
+        for handler, (old_stream, old_file) in zip(handlers, saved):
+            handler.stream, handler.console.file = old_stream, old_file
 
 
 def cli(*argv):
-    """Run ``prdist`` in-process; return (exit code, stdout, stderr) (see tests/test_run_cli.py)."""
+    """Run ``prdist`` in-process; return (exit code, stdout, stderr) (see tests/test_run_cli.py).
+
+    stderr also receives Prefect's console log, as on a terminal.
+    """
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), prefect_console_to(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """In-process workers with the plugin of ``prdist run``'s local cluster (prdist errors found
+    inside tasks are reported once, by the driver)."""
+    from distributed import Client, LocalCluster
+
+    from prdist.dataflow.cluster import QuietPrdistErrors
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
+                      scheduler_kwargs={"dashboard": False}) as local, Client(local) as client:
+        client.register_plugin(QuietPrdistErrors())
+        yield client
 
 
 def snapshot(*roots) -> dict:
@@ -172,7 +215,6 @@ class Case:
     api: Callable[[str], object]
     error: type
     options: tuple[str, ...] = ()
-    extra: dict = field(default_factory=dict)
 
 
 def _open(**kwargs):
@@ -222,12 +264,12 @@ RESOURCE_CASES = [
 
 
 @pytest.mark.parametrize("case", RESOURCE_CASES, ids=lambda c: c.id)
-def test_bad_resources_are_refused(tmp_path, case, dask_client):
+def test_bad_resources_are_refused(tmp_path, case, cluster):
     url = case.build(tmp_path)
     out = tmp_path / "runs"
     store = tmp_path / "store"
     argv = ["run", "--resource", url, "--out", str(out), "--labels", str(store), "--confidence", "none",
-            "--scheduler", dask_client.scheduler.address, *case.options]
+            "--scheduler", cluster.scheduler.address, *case.options]
     assert_refused(argv, says=case.says, watched=[tmp_path])
     assert not out.exists(), "a refused run created its output root"
     with pytest.raises(case.error) as info:
@@ -265,18 +307,19 @@ def test_bad_run_options_are_refused_before_anything_runs(tmp_path, options, say
 @pytest.mark.parametrize(
     "argv, says, api",
     [
-        (["budget", "--n", "1000", "--eps", "2"], ["'--eps' parameter of prdist budget", "(0, 1]"], lambda: plan_paula(1000, eps=2.0)),
-        (["budget", "--n", "1000", "--window", "0"], ["'--window' parameter of prdist budget"], lambda: plan_paula(1000, window=0)),
+        (["budget", "--n", "1000", "--eps", "2"], ["'--eps' parameter of prdist budget", "(0, 1]"], lambda tmp: plan_paula(1000, eps=2.0)),
+        (["budget", "--n", "1000", "--window", "0"], ["'--window' parameter of prdist budget"], lambda tmp: plan_paula(1000, window=0)),
         (["budget", "--n", "1000", "--delta", "1"], ["'--delta' parameter of prdist budget", "(0, 1)"],
-         lambda: random_sampling_budget(1000, alpha=0.1, p=0.5, delta=1.0)),
-        (["budget", "--n", "0"], ["'--n' parameter of prdist budget"], lambda: plan_paula(0)),
+         lambda tmp: random_sampling_budget(1000, alpha=0.1, p=0.5, delta=1.0)),
+        (["budget", "--n", "0"], ["'--n' parameter of prdist budget"], lambda tmp: plan_paula(0)),
         (["synth", "--n", "100", "--seed", "1", "--prevalence", "1.5"], ["prevalence", "1.5"],
-         lambda: population.binormal(neg=(0, 1), pos=(1, 1), prevalence=1.5)),
-        (["synth", "--n", "0", "--seed", "1"], ["'--n' parameter of prdist synth"], lambda: plan_paula(0)),
+         lambda tmp: population.binormal(neg=(0, 1), pos=(1, 1), prevalence=1.5)),
+        (["synth", "--n", "0", "--seed", "1"], ["'--n' parameter of prdist synth"],
+         lambda tmp: write_synthetic(population.binormal(neg=(0, 1), pos=(1, 1), prevalence=0.5), n=0, out=str(tmp / "synthetic"), seed=1)),
         (["synth", "--n", "100", "--seed", "1", "--model", "uniform", "--neg", "1,0"], ["'neg' parameter of uniform", "low < high"],
-         lambda: population.uniform(neg=(1, 0), pos=(0, 1), prevalence=0.5)),
+         lambda tmp: population.uniform(neg=(1, 0), pos=(0, 1), prevalence=0.5)),
         (["synth", "--n", "100", "--seed", "1", "--storage-options", "{"], ["--storage-options must be a json object"],
-         lambda: parse_storage_options("{")),
+         lambda tmp: parse_storage_options("{")),
     ],
     ids=["budget-eps", "budget-window", "budget-delta", "budget-n", "synth-prevalence", "synth-n", "synth-model-options", "synth-storage-options"],
 )
@@ -287,19 +330,20 @@ def test_bad_budget_and_synth_options_are_refused(tmp_path, argv, says, api):
     assert_refused(argv, says=says, watched=[tmp_path])
     assert not out.exists()
     with pytest.raises(ParameterError):
-        api()
+        api(tmp_path)
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------------------------
 # Output locations that cannot be written
 
 
-def test_an_output_root_below_a_file_is_refused(tmp_path, dask_client):
+def test_an_output_root_below_a_file_is_refused(tmp_path, cluster):
     url = resource_with(tmp_path)
     blocker = tmp_path / "runs"
     blocker.write_text("a file where the output root should be")
     assert_refused(
-        ["run", "--resource", url, "--out", str(blocker / "inner"), "--oracle-column", "label", "--scheduler", dask_client.scheduler.address],
+        ["run", "--resource", url, "--out", str(blocker / "inner"), "--oracle-column", "label", "--scheduler", cluster.scheduler.address],
         says=["cannot write", "a component of the path is a file", "fix the path"],
         watched=[tmp_path],
     )
@@ -308,14 +352,14 @@ def test_an_output_root_below_a_file_is_refused(tmp_path, dask_client):
 
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only directories")
-def test_a_read_only_output_root_is_refused(tmp_path, dask_client):
+def test_a_read_only_output_root_is_refused(tmp_path, cluster):
     url = resource_with(tmp_path)
     out = tmp_path / "runs"
     out.mkdir()
     out.chmod(0o555)
     try:
         assert_refused(
-            ["run", "--resource", url, "--out", str(out), "--oracle-column", "label", "--scheduler", dask_client.scheduler.address],
+            ["run", "--resource", url, "--out", str(out), "--oracle-column", "label", "--scheduler", cluster.scheduler.address],
             says=["permission denied", "fix the file permissions"],
             watched=[tmp_path],
         )
@@ -341,13 +385,13 @@ def _s3_resource(server, url: str) -> str:
     return url
 
 
-def test_a_read_only_s3_identity_cannot_write_runs(s3_server, s3_url, dask_client):
+def test_a_read_only_s3_identity_cannot_write_runs(s3_server, s3_url, cluster):
     resource = _s3_resource(s3_server, f"{s3_url}/resource")
     before = _s3_listing(s3_server, s3_url)
     readonly = s3_server.readonly_storage_options
     assert_refused(
         ["run", "--resource", resource, "--out", f"{s3_url}/runs", "--oracle-column", "label",
-         "--storage-options", json.dumps(readonly), "--scheduler", dask_client.scheduler.address],
+         "--storage-options", json.dumps(readonly), "--scheduler", cluster.scheduler.address],
         says=["cannot write", "permission denied (AccessDenied)", "use credentials with that permission"],
         absent=[s3_server.readonly_secret, s3_server.secret],
     )
@@ -425,6 +469,23 @@ def test_bad_label_files_leave_the_store_untouched(tmp_path, name, filename, con
     assert snapshot(store) == before and len(before) == 1
 
 
+def test_labels_for_keys_outside_the_named_resource_are_refused(tmp_path):
+    url = resource_with(tmp_path)  # keys 1, 4, 7, ...
+    store = _store_with_one_import(tmp_path)
+    labels = tmp_path / "labels.csv"
+    pd.DataFrame({"key": [1, 4, 5, 8], "label": [1, 0, 1, 1]}).to_csv(labels, index=False)
+    assert_refused(["labels", "import", "--store", str(store), str(labels), "--resource", url],
+                   says=["2 key(s) that", "does not hold, e.g. '5'", "or import without --resource"], watched=[tmp_path])
+    with pytest.raises(DataError, match="does not hold"):
+        import_labels(str(store), [str(labels)], resource=url)
+    # Without --resource the same file is welcome: one store serves many resources.
+    held = tmp_path / "held.csv"
+    pd.DataFrame({"key": [1, 4], "label": [1, 0]}).to_csv(held, index=False)
+    assert cli("labels", "import", "--store", str(store), str(held), "--resource", url)[0] == 0
+    assert cli("labels", "import", "--store", str(store), str(labels))[0] == 0
+    assert len(list(store.glob("*.parquet"))) == 3
+
+
 def test_a_missing_label_file_and_a_non_run_are_refused(tmp_path):
     store = _store_with_one_import(tmp_path)
     assert_refused(["labels", "import", "--store", str(store), str(tmp_path / "nope.csv")],
@@ -449,20 +510,24 @@ def test_debug_shows_the_traceback(tmp_path):
     assert err.strip().splitlines()[-1].startswith("prdist: error: ")
 
 
-def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path):
-    """The real process, whose stderr also carries Prefect's console log: still no traceback."""
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in RESOURCE_CASES if c.id in ("missing-score-column", "nan-score")], ids=lambda c: c.id)
+def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path, case):
+    """The real process on its own local cluster (worker processes): its stderr carries Prefect's
+    console log and the workers' logs, and still no traceback, whether the input fails on opening
+    or inside a Dask task."""
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    url = resource_with(tmp_path, score=None)
+    url = case.build(tmp_path)
     out = tmp_path / "runs"
     done = subprocess.run(
         [sys.executable, "-m", "prdist", "run", "--resource", url, "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=170, cwd=tmp_path,
     )
     assert done.returncode == 2, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("prdist: error: ")]
-    assert len(errors) == 1 and "no score column 'score'" in errors[0], done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("prdist")]
+    assert len(errors) == 1 and case.says[0] in errors[0], done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert not out.exists()
 
@@ -471,11 +536,11 @@ def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path):
 # What is not an error, and what changes under a run
 
 
-def test_a_resource_smaller_than_the_prefix_is_labeled_exhaustively_with_exact_bounds(tmp_path, dask_client):
+def test_a_resource_smaller_than_the_prefix_is_labeled_exhaustively_with_exact_bounds(tmp_path, cluster):
     columns = good_columns(n=1000, seed=4)
     url = write_table(tmp_path / "small" / "part-0.parquet", pa.table(columns), row_group_size=128)
     code, out, err = cli("run", "--resource", url, "--out", str(tmp_path / "runs"), "--oracle-column", "label",
-                         "--confidence", "none", "--scheduler", dask_client.scheduler.address)
+                         "--confidence", "none", "--scheduler", cluster.scheduler.address)
     assert code == 0, err
     run = Path(out.strip().splitlines()[-1])
     manifest = json.loads((run / "manifest.json").read_text())
@@ -488,7 +553,7 @@ def test_a_resource_smaller_than_the_prefix_is_labeled_exhaustively_with_exact_b
     np.testing.assert_allclose(bounds["precision_upper"], exact[ranks - 1], rtol=0, atol=1e-12)
 
 
-def test_store_labels_of_other_resources_are_ignored(tmp_path, dask_client):
+def test_store_labels_of_other_resources_are_ignored(tmp_path, cluster):
     url = resource_with(tmp_path)
     columns = good_columns()
     labels = tmp_path / "labels.csv"
@@ -498,7 +563,7 @@ def test_store_labels_of_other_resources_are_ignored(tmp_path, dask_client):
     store = tmp_path / "store"
     assert cli("labels", "import", "--store", str(store), str(labels))[0] == 0
     code, out, err = cli("run", "--resource", url, "--out", str(tmp_path / "runs"), "--labels", str(store),
-                         "--scheduler", dask_client.scheduler.address)
+                         "--scheduler", cluster.scheduler.address)
     assert code == 0, err
     manifest = json.loads((Path(out.strip().splitlines()[-1]) / "manifest.json").read_text())
     assert manifest["counts"]["from_store"] == N and manifest["counts"]["unknown"] == 0
@@ -511,21 +576,21 @@ def _unsorted_inside_row_groups(columns: dict, group: int, seed: int) -> dict:
     return {name: values[order] for name, values in columns.items()}
 
 
-def test_a_sorted_claim_that_holds_only_between_row_groups_gives_the_same_run(tmp_path, dask_client):
+def test_a_sorted_claim_that_holds_only_between_row_groups_gives_the_same_run(tmp_path, cluster):
     columns = good_columns()
     sorted_url = write_table(tmp_path / "sorted" / "part-0.parquet", pa.table(columns), row_group_size=100)
     mixed_url = write_table(tmp_path / "mixed" / "part-0.parquet", pa.table(_unsorted_inside_row_groups(columns, 100, 5)), row_group_size=100)
     mixed = open_resource(mixed_url)
     # The statistics claim the order; reading every score shows it is false inside the row groups.
     assert mixed.is_sorted_claim()
-    check = verify_order(mixed, full=True, client=dask_client)
+    check = verify_order(mixed, full=True, client=cluster)
     assert not check.sorted and "the score rises" in check.detail
     # The run does not need more than the claim: every block of row groups it reads is ordered
     # by rank before ranks are read off, so the result is the one of the truly sorted resource.
     runs = []
     for url in (sorted_url, mixed_url):
         code, out, err = cli("run", "--resource", url, "--out", str(tmp_path / "runs"), "--oracle-column", "label",
-                             "--scheduler", dask_client.scheduler.address)
+                             "--scheduler", cluster.scheduler.address)
         assert code == 0, err
         runs.append(Path(out.strip().splitlines()[-1]))
     assert runs[0] != runs[1]  # different files, different fingerprints
@@ -533,10 +598,10 @@ def test_a_sorted_claim_that_holds_only_between_row_groups_gives_the_same_run(tm
         pd.testing.assert_frame_equal(pd.read_parquet(runs[0] / name), pd.read_parquet(runs[1] / name))
 
 
-def test_a_changed_resource_is_a_new_run(tmp_path, dask_client):
+def test_a_changed_resource_is_a_new_run(tmp_path, cluster):
     url = resource_with(tmp_path)
     args = ["run", "--resource", url, "--out", str(tmp_path / "runs"), "--oracle-column", "label",
-            "--scheduler", dask_client.scheduler.address]
+            "--scheduler", cluster.scheduler.address]
     code, out, err = cli(*args)
     assert code == 0, err
     first = Path(out.strip().splitlines()[-1])
@@ -553,7 +618,7 @@ def test_a_changed_resource_is_a_new_run(tmp_path, dask_client):
 
 
 @pytest.mark.parametrize("change", ["same-shape", "fewer-row-groups"])
-def test_a_resource_rewritten_during_a_run_is_detected(tmp_path, dask_client, monkeypatch, change):
+def test_a_resource_rewritten_during_a_run_is_detected(tmp_path, cluster, monkeypatch, change):
     import prdist.dataflow.run as run_module
 
     url = resource_with(tmp_path)
@@ -569,7 +634,7 @@ def test_a_resource_rewritten_during_a_run_is_detected(tmp_path, dask_client, mo
     monkeypatch.setattr(run_module, "extract_ranks", rewrite_then_extract)
     out = tmp_path / "runs"
     assert_refused(
-        ["run", "--resource", url, "--out", str(out), "--oracle-column", "label", "--scheduler", dask_client.scheduler.address],
+        ["run", "--resource", url, "--out", str(out), "--oracle-column", "label", "--scheduler", cluster.scheduler.address],
         says=["changed", "data that stays put"],
     )
     assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]

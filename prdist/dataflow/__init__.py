@@ -6,17 +6,28 @@
   sorted order, extract ranks of a sorted resource reading only the row groups that hold them.
 - :mod:`~prdist.dataflow.select`: the items at given ranks of an unsorted resource, without a
   sort or a shuffle.
+- :mod:`~prdist.dataflow.labels`: the shared, append-only label store and annotation tasks.
+- :mod:`~prdist.dataflow.artifacts`: run directories committed by a create-only manifest.
+- :mod:`~prdist.dataflow.evaluate` and :mod:`~prdist.dataflow.run`: the steps of an evaluation
+  (plan, extract, labels, estimate, bands, write), which ``flows/evaluate_release.py`` wires.
+- :mod:`~prdist.dataflow.compare`: several systems or releases sharing labels.
+- :mod:`~prdist.dataflow.synth`: synthetic resources with known truth.
 
 Every function takes an optional ``client`` (a ``distributed.Client``); without one the same
 tasks run in-process. The pure kernels they call live in the core modules of :mod:`prdist`.
 """
 
 from .resource import OrderCheck, Resource, extract_ranks, open_resource, verify_order
+from .labels import import_labels, keys_missing_from, lookup_labels
 from .select import check_unique_keys, select_ranks
-from .storage import AlreadyExists, redact, redact_url, write_bytes_exclusive, write_parquet
+from .storage import AlreadyExists, StorageUnavailable, redact, redact_url, write_bytes_exclusive, write_parquet
 
 __all__ = [
     "AlreadyExists",
+    "StorageUnavailable",
+    "import_labels",
+    "keys_missing_from",
+    "lookup_labels",
     "OrderCheck",
     "Resource",
     "check_unique_keys",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from .storage import AlreadyExists, filesystem, join_url, storage_errors, write_bytes_exclusive, write_parquet
+from .storage import AlreadyExists, filesystem, join_url, publish, resolve, write_bytes_exclusive, write_parquet
 
 __all__ = ["MANIFEST", "RunDirectory", "RunOutcome", "run_id"]
 
@@ -75,12 +74,9 @@ class RunDirectory:
             return json.load(fh)
 
     def write_bytes(self, name: str, data: bytes) -> str:
-        """Write an artifact (before the commit; a crashed attempt's file is overwritten)."""
-        fs, path = self._fs_path(name)
-        with storage_errors(self.path_of(name), action="write"):
-            fs.makedirs(posixpath.dirname(path), exist_ok=True)
-            with fs.open(path, "wb") as fh:
-                fh.write(data)
+        """Write an artifact whole or not at all (before the commit; a crashed attempt's file is replaced)."""
+        payload = bytes(data)
+        publish(resolve(self.path_of(name), storage_options=self.storage_options), lambda fh: fh.write(payload), exclusive=False)
         return self.path_of(name)
 
     def write_table(self, name: str, frame: pd.DataFrame, schema: pa.Schema | None = None) -> str:

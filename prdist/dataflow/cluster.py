@@ -9,10 +9,45 @@ from collections.abc import Iterator
 
 import dask
 from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
 
-from ..errors import InputError
+from ..errors import InputError, PrdistError
 
-__all__ = ["dask_client"]
+__all__ = ["QuietPrdistErrors", "dask_client"]
+
+
+def _error_names(cls=PrdistError) -> set[str]:
+    return {cls.__name__}.union(*(_error_names(sub) for sub in cls.__subclasses__()))
+
+
+class _NoComputeFailedForPrdistErrors(logging.Filter):
+    """Drop a worker's "Compute Failed" record of a prdist error (its text and traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Compute Failed") or not isinstance(record.args, tuple) or len(record.args) < 4:
+            return True
+        return str(record.args[3]).split("(", 1)[0] not in _error_names()
+
+
+class QuietPrdistErrors(WorkerPlugin):
+    """Keep the workers of a local cluster from logging prdist's own errors.
+
+    A task raising a prdist error (bad input found in the data) is reported by the driver, as one
+    line; the worker's log of it, a multi-line record with the traceback on the user's terminal,
+    only repeats it. Other failures are still logged by the workers.
+    """
+
+    name = "prdist-quiet-errors"
+
+    def setup(self, worker) -> None:
+        logger = logging.getLogger("distributed.worker")
+        if not any(isinstance(f, _NoComputeFailedForPrdistErrors) for f in logger.filters):
+            logger.addFilter(_NoComputeFailedForPrdistErrors())
+
+    def teardown(self, worker) -> None:
+        logger = logging.getLogger("distributed.worker")
+        for f in [f for f in logger.filters if isinstance(f, _NoComputeFailedForPrdistErrors)]:
+            logger.removeFilter(f)
 
 
 @contextlib.contextmanager
@@ -53,6 +88,7 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> 
     environ = {"distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 1 << 25}
     try:
         with dask.config.set(environ), LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_kwargs={"dashboard": False}, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+            client.register_plugin(QuietPrdistErrors())
             yield client
     finally:
         quiet.setLevel(level)

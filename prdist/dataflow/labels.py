@@ -27,12 +27,13 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
-from .storage import filesystem, join_url, storage_errors, write_bytes_exclusive
+from .storage import filesystem, join_url, publish, resolve, write_bytes_exclusive
 
 __all__ = [
     "LabelLookup",
     "export_annotation_task",
     "import_labels",
+    "keys_missing_from",
     "lookup_labels",
     "normalise_keys",
     "read_label_file",
@@ -151,11 +152,15 @@ class ImportSummary:
     files: tuple[str, ...]
 
 
-def import_labels(store: str, files, *, storage_options=None, source: str | None = None, annotator: str | None = None) -> ImportSummary:
+def import_labels(store: str, files, *, storage_options=None, source: str | None = None, annotator: str | None = None,
+                  resource: str | None = None, key: str = "key", score: str = "score") -> ImportSummary:
     """Append the labels of ``files`` to the store at ``store`` in one create-only write.
 
     Every file is read and validated before anything is written, so a bad file leaves the store
-    untouched. Two different labels for one key within the import are refused.
+    untouched. Two different labels for one key within the import are refused. With ``resource``
+    (a Parquet resource URL with columns ``key`` and ``score``), labels for keys the resource does
+    not hold are refused too (:func:`keys_missing_from`: one pass over its key column). Without it
+    any key is accepted: one store serves many resources, and a run uses only its own keys' labels.
     """
     files = tuple(files)
     if not files:
@@ -175,6 +180,13 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
             "Resolve the disagreement in the files and import again."
         )
     batch = batch.drop_duplicates("key", keep="last")
+    if resource is not None:
+        url, missing = keys_missing_from(resource, batch["key"], storage_options=storage_options, key=key, score=score)
+        if len(missing):
+            raise DataError(
+                f"The import labels {len(missing)} key(s) that {url} does not hold, e.g. {missing[0]!r}. "
+                "Check that the files label this resource (and its --key column), or import without --resource."
+            )
     batch["time"] = pd.Timestamp(datetime.now(timezone.utc))
     table = pa.Table.from_pandas(batch[["key", "label", "source", "annotator", "time"]], schema=STORE_SCHEMA, preserve_index=False)
     sink = pa.BufferOutputStream()
@@ -183,6 +195,32 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
     target = join_url(store, f"labels-{stamp}-{uuid.uuid4().hex[:12]}.parquet")
     write_bytes_exclusive(target, sink.getvalue().to_pybytes(), storage_options=storage_options)
     return ImportSummary(written=target, labels=len(batch), positives=int(batch["label"].sum()), files=files)
+
+
+def keys_missing_from(resource: str, keys, *, storage_options=None, key: str = "key", score: str = "score") -> tuple[str, list[str]]:
+    """Return (the resource's printable URL, the ``keys`` it does not hold, as text).
+
+    Reads the key column of the Parquet resource at ``resource`` once, one row group at a time.
+
+    Examples
+    --------
+    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+    >>> d = tempfile.mkdtemp()
+    >>> pq.write_table(pa.table({"key": [1, 2, 3], "score": [0.9, 0.5, 0.1]}), os.path.join(d, "a.parquet"))
+    >>> keys_missing_from(d, [3, 4, 5])[1]
+    ['4', '5']
+    """
+    from .resource import displays, keys_of, open_resource, read_row_groups
+
+    opened = open_resource(resource, storage_options=storage_options, key=key, score=score)
+    wanted = pd.Index(normalise_keys(keys).unique())
+    held = np.zeros(len(wanted), dtype=bool)
+    names = displays(opened)
+    for part in opened.partitions():
+        display = names[part.path]
+        for index, table in read_row_groups(opened.fs, part.path, part.indices, [key], display=display):
+            held |= wanted.isin(normalise_keys(keys_of(table, key, f"{display} row group {index}")))
+    return opened.url, wanted[~held].tolist()
 
 
 @dataclass(frozen=True)
@@ -243,12 +281,11 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
     task["label"] = ""
     csv_url, jsonl_url = join_url(out_dir, "annotation_task.csv"), join_url(out_dir, "annotation_task.jsonl")
-    fs, csv_path = filesystem(csv_url, storage_options)
-    with storage_errors(csv_url, action="write"), fs.open(csv_path, "wb") as fh:
-        fh.write(task.to_csv(index=False).encode("utf-8"))
-    _, jsonl_path = filesystem(jsonl_url, storage_options)
-    with storage_errors(jsonl_url, action="write"), fs.open(jsonl_path, "wb") as fh:
-        fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
+    for url, payload in (
+        (csv_url, task.to_csv(index=False).encode("utf-8")),
+        (jsonl_url, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
+    ):
+        publish(resolve(url, storage_options=storage_options), lambda fh, payload=payload: fh.write(payload), exclusive=False)
     return csv_url, jsonl_url
 
 
@@ -269,12 +306,13 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None) -> in
             task = pd.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
     else:
         task = pd.DataFrame(columns=["rank", "key", "score", "label"])
-    out_fs, out_path = filesystem(out, storage_options)
-    with storage_errors(out, action="write"), out_fs.open(out_path, "wb") as fh:
+    def write(fh):
         if suffix == ".csv":
             fh.write(task.to_csv(index=False).encode("utf-8"))
         elif suffix == ".jsonl":
             fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
         else:
             pq.write_table(pa.Table.from_pandas(task.astype({"label": "string"}), preserve_index=False), fh)
+
+    publish(resolve(out, storage_options=storage_options), write, exclusive=False)  # whole or not at all
     return len(task)

@@ -302,8 +302,9 @@ def _read_footer(fs, path: str, display: str):
 
 def corrupt_file_error(display: str, exc: BaseException) -> DataError:
     """The DataError for a file that is not readable Parquet."""
+    reason = " ".join(str(exc).split())  # pyarrow's reasons span lines; a message is one
     return DataError(
-        f"{display} is not a readable Parquet file ({exc}). It is corrupted, truncated or not "
+        f"{display} is not a readable Parquet file ({reason}). It is corrupted, truncated or not "
         "Parquet at all: rewrite it, or remove it from the dataset."
     )
 
