@@ -37,6 +37,11 @@ class _OneLineForPrdistErrors(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], PrdistError):
             record.exc_info = record.exc_text = None
+        # s3fs caches its clients; closing one that an earlier event loop created makes
+        # aiobotocore log "Task exception was never retrieved" at garbage collection. It is
+        # cleanup noise, never a failure of the run, so the console does not show it.
+        if record.name == "asyncio" and "ClientCreatorContext.__aexit__" in record.getMessage():
+            return False
         return True
 
 

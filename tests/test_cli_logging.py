@@ -1,0 +1,20 @@
+import logging
+
+from prdist.cli import _OneLineForPrdistErrors
+from prdist.errors import DataError
+
+
+def record(name, msg, exc=None):
+    exc_info = (type(exc), exc, None) if exc else None
+    return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, (), exc_info)
+
+
+def test_console_filter_keeps_prdist_errors_to_one_line_and_drops_s3fs_cleanup_noise():
+    f = _OneLineForPrdistErrors()
+    ours = record("prefect.flow_runs", "Flow run failed", DataError("bad score"))
+    assert f.filter(ours) and ours.exc_info is None
+    other = record("prefect.flow_runs", "Flow run failed", RuntimeError("bug"))
+    assert f.filter(other) and other.exc_info is not None  # real failures keep their traceback
+    noise = record("asyncio", "Task exception was never retrieved\nfuture: <Task finished coro=<ClientCreatorContext.__aexit__() done>")
+    assert not f.filter(noise)
+    assert f.filter(record("asyncio", "something else went wrong"))
