@@ -20,10 +20,7 @@ the end.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import logging
 import os
 import re
 import subprocess
@@ -40,7 +37,7 @@ import pytest
 
 import flows.evaluate_release  # noqa: F401 (Prefect configures its logging on import, before the tests touch it)
 from prdist import plan_paula, population, precision_function, random_sampling_budget
-from prdist.cli import main
+from cli_run import cli
 from prdist.dataflow.artifacts import RunDirectory
 from prdist.dataflow.evaluate import EvaluationParams
 from prdist.dataflow.labels import import_labels, write_annotation_file
@@ -54,38 +51,6 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 PREFECT_LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} \| (INFO|WARNING|ERROR) +\| ")
 N = 600  # below the default plan's prefix g_l (3,492): every item is planned, so every row is read
-
-
-@contextlib.contextmanager
-def prefect_console_to(stream):
-    """Point Prefect's console log at ``stream`` for a while.
-
-    Prefect's console handler keeps the stream of the moment it was configured (on the first
-    import of ``prefect.main``); pointing it at the redirected stderr shows a test what a terminal
-    shows: Prefect's log lines (and any traceback they carry) beside prdist's own.
-    """
-    from prefect.logging.handlers import PrefectConsoleHandler
-
-    handlers = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
-    saved = [(h.stream, h.console.file) for h in handlers]
-    for handler in handlers:
-        handler.stream = handler.console.file = stream
-    try:
-        yield
-    finally:
-        for handler, (old_stream, old_file) in zip(handlers, saved):
-            handler.stream, handler.console.file = old_stream, old_file
-
-
-def cli(*argv):
-    """Run ``prdist`` in-process; return (exit code, stdout, stderr) (see tests/test_run_cli.py).
-
-    stderr also receives Prefect's console log, as on a terminal.
-    """
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), prefect_console_to(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

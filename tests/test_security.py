@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import contextlib
 import html
 import importlib
-import io
 import json
 import logging
 import pkgutil
@@ -35,7 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flows.evaluate_release  # noqa: F401 (Prefect configures logging on import: before handlers are added)
-from prdist.cli import main
+from cli_run import cli
 from prdist.dataflow.artifacts import RunDirectory, run_id
 from prdist.dataflow.compare import parse_system
 from prdist.errors import InputError, ParameterError
@@ -43,38 +41,6 @@ from prdist.errors import InputError, ParameterError
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@contextlib.contextmanager
-def prefect_console_to(stream):
-    """Point Prefect's console log at ``stream`` for a while.
-
-    Prefect's console handler keeps the stream of the moment it was configured (on the first
-    import of ``prefect.main``); pointing it at the redirected stderr shows a test what a terminal
-    shows: Prefect's log lines (and any traceback they carry) beside prdist's own.
-    """
-    from prefect.logging.handlers import PrefectConsoleHandler
-
-    handlers = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
-    saved = [(h.stream, h.console.file) for h in handlers]
-    for handler in handlers:
-        handler.stream = handler.console.file = stream
-    try:
-        yield
-    finally:
-        for handler, (old_stream, old_file) in zip(handlers, saved):
-            handler.stream, handler.console.file = old_stream, old_file
-
-
-def cli(*argv):
-    """Run ``prdist`` in-process; return (exit code, stdout, stderr) (see tests/test_run_cli.py).
-
-    stderr also receives Prefect's console log, as on a terminal.
-    """
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), prefect_console_to(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 class _Everything(logging.Handler):
