@@ -470,8 +470,8 @@ class _Scratch:
 
     A fresh large temporary costs a page fault per 4 kB page whenever the allocator hands memory
     back to the system after each free, as glibc does on Dask workers (their nanny sets
-    MALLOC_TRIM_THRESHOLD_=65536); allocating every temporary anew made the kernel 1.7 times
-    slower there than in a plain process.
+    MALLOC_TRIM_THRESHOLD_=65536); allocating every temporary anew made the kernel 1.7 (smoothed)
+    to 2.2 (unsmoothed) times slower there than in a plain process.
     """
 
     def __init__(self):
