@@ -23,7 +23,7 @@ Bytes are reported four ways:
 The resource is a sorted synthetic one (``write_synthetic(order="sorted")``: binormal scores,
 continuous, so both methods must return the same item at every planned rank; checked), written
 once per row-group size to local disk, then copied file by file to a SeaweedFS S3 server started
-on loopback for the benchmark (started as the test suite's fixture does, with larger volumes).
+on loopback for it (as the test suite's fixture starts one, with larger volumes).
 Timings are wall times on a ``LocalCluster`` of 2 worker processes x 1 thread, metadata reads
 included (open_resource and read_parquet), the best of ``--repeats`` (other processes on a shared
 machine only ever slow a run down).
@@ -98,7 +98,10 @@ def _free_ports(count: int) -> list[int]:
 
 @contextlib.contextmanager
 def seaweed_s3(workdir: Path, *, timeout: float = 60.0):
-    """Run ``weed server`` with S3 on loopback; yield (s3fs storage options, a filesystem). Stopped after."""
+    """Run ``weed server`` with S3 on loopback; yield (s3fs storage options, a filesystem).
+
+    Stopped (SIGTERM, then SIGKILL) and its data directory deleted afterwards.
+    """
     import botocore.session
     from botocore.config import Config
 
@@ -157,6 +160,7 @@ def seaweed_s3(workdir: Path, *, timeout: float = 60.0):
         for sock in sockets:
             with contextlib.suppress(FileNotFoundError):
                 sock.unlink()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,7 +238,9 @@ def full_scan(url, storage_options, ranks, client) -> pd.DataFrame:
 
     ``dask.dataframe.read_parquet`` with one partition per file (the files in storage order);
     every file's row count comes from its footer, which gives each partition's first rank, so one
-    pass over the data suffices and a task holds one file: it works at any n.
+    pass over the data suffices and a task holds one file: it works at any n. Files holding no
+    planned rank are read too (a full scan is the peer; skipping them would be extract_ranks at
+    file granularity).
     """
     frame = dd.read_parquet(url, columns=COLUMNS, storage_options=storage_options, split_row_groups=False)
     fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
@@ -252,8 +258,8 @@ def full_scan(url, storage_options, ranks, client) -> pd.DataFrame:
     starts = np.concatenate(([0], np.cumsum(lengths)))
     positions = ranks - 1
     owner = np.searchsorted(starts, positions, side="right") - 1
-    parts = frame.to_delayed()
-    takes = [dask.delayed(_take)(parts[p], positions[owner == p] - starts[p]) for p in np.unique(owner).tolist()]
+    # Every partition is read, also those holding no planned rank: a full scan.
+    takes = [dask.delayed(_take)(part, positions[owner == p] - starts[p]) for p, part in enumerate(frame.to_delayed())]
     taken = pd.concat(client.compute(takes, sync=True), ignore_index=True)
     taken.insert(0, "rank", ranks)
     return taken
@@ -279,6 +285,37 @@ def predicted_fraction(n: int, row_group_rows: int) -> tuple[int, float]:
     first_rows = np.unique((ranks - 1) // row_group_rows) * row_group_rows
     rows = int(np.minimum(first_rows + row_group_rows, n).sum() - first_rows.sum())
     return ranks.size, rows / n
+
+
+def measure(storage: str, url: str, options, client, *, group_rows: int, repeats: int) -> dict:
+    """Both methods on one copy of the resource: bytes (accounted, measured, footers) and best times."""
+    load_before = load()
+    paula_s = peer_s = inprocess_s = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        resource, plan, frame = paula_extract(url, options, client)
+        paula_s = min(paula_s, time.perf_counter() - started)
+        got, reads, seconds, counted_frame = measured_bytes(resource, plan.ranks)
+        inprocess_s = min(inprocess_s, seconds)
+        started = time.perf_counter()
+        peer = full_scan(url, options, plan.ranks, client)
+        peer_s = min(peer_s, time.perf_counter() - started)
+    total_columns = resource.bytes_of(range(len(resource.row_groups)), COLUMNS)
+    total_files = sum(resource.fs.size(path) for path in resource.files)
+    row = dict(
+        storage=storage, n=resource.n, group_rows=group_rows, planned=plan.size,
+        groups_read=frame.attrs["row_groups_read"], groups=len(resource.row_groups),
+        accounted=frame.attrs["bytes_read"], total_columns=total_columns,
+        measured=got, reads=reads, total_files=total_files, footers=footer_bytes(resource),
+        paula_s=paula_s, inprocess_s=inprocess_s, peer_s=peer_s,
+        same=same_items(frame, peer) and same_items(frame, counted_frame),
+        load=f"{load_before:.1f}-{load():.1f}",
+    )
+    print(f"  {storage}: {row['groups_read']}/{row['groups']} row groups, accounted "
+          f"{row['accounted'] / total_columns:.3%}, measured {got / total_files:.3%} ({reads} reads); "
+          f"prdist {paula_s:.1f} s (in-process {inprocess_s:.1f} s), full scan {peer_s:.1f} s; "
+          f"same items: {row['same']}; load {row['load']}", flush=True)
+    return row
 
 
 def load() -> float:
@@ -308,16 +345,8 @@ def main(argv=None) -> None:
     print(f"model: {MODEL!r}; plan eps {EPS}, window {WINDOW}; {os.cpu_count()} cores; scratch {scratch}")
     rows = []
     try:
-        with contextlib.ExitStack() as stack:
-            s3_options = None
-            if "s3" in storages:
-                started = time.perf_counter()
-                s3_options, fs = stack.enter_context(seaweed_s3(scratch / "seaweedfs"))
-                print(f"SeaweedFS S3 at {s3_options['endpoint_url']} (started in {time.perf_counter() - started:.1f} s)")
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=args.workers, threads_per_worker=1, processes=True, memory_limit=args.memory_limit,
-                dashboard_address=":0"))
-            client = stack.enter_context(Client(cluster))
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                          memory_limit=args.memory_limit, dashboard_address=":0") as cluster, Client(cluster) as client:
             print(f"cluster: {args.workers} worker processes x 1 thread, memory limit {args.memory_limit} per worker")
             for n in sizes:
                 for group_rows in group_sizes:
@@ -328,50 +357,21 @@ def main(argv=None) -> None:
                     file_bytes = sum(p.stat().st_size for p in local.glob("*.parquet"))
                     print(f"\nn = {n:,}, row groups of {group_rows:,} rows: {file_bytes / 1e9:.2f} GB of Parquet "
                           f"written in {time.perf_counter() - started:.0f} s", flush=True)
-                    targets = []
                     if "local" in storages:
-                        targets.append(("local", str(local), None))
+                        rows.append(measure("local", str(local), None, client, group_rows=group_rows, repeats=args.repeats))
                     if "s3" in storages:
-                        url = f"s3://{BUCKET}/{local.name}"
+                        # A server per resource: SeaweedFS keeps deleted objects on disk until a
+                        # vacuum, and its data directory goes with it.
                         started = time.perf_counter()
-                        # One file at a time: fs.put of a directory uploads every file at once and
-                        # buffers them (22 GB of memory for the 239 files of n = 1e9).
-                        for path in sorted(local.iterdir()):
-                            fs.put_file(str(path), f"{BUCKET}/{local.name}/{path.name}")
-                        print(f"  copied to {url} in {time.perf_counter() - started:.0f} s", flush=True)
-                        targets.append(("s3", url, s3_options))
-                    for storage, url, options in targets:
-                        load_before = load()
-                        paula_s = peer_s = inprocess_s = math.inf
-                        for _ in range(args.repeats):
-                            started = time.perf_counter()
-                            resource, plan, frame = paula_extract(url, options, client)
-                            paula_s = min(paula_s, time.perf_counter() - started)
-                            got, reads, seconds, counted_frame = measured_bytes(resource, plan.ranks)
-                            inprocess_s = min(inprocess_s, seconds)
-                            started = time.perf_counter()
-                            peer = full_scan(url, options, plan.ranks, client)
-                            peer_s = min(peer_s, time.perf_counter() - started)
-                        same = same_items(frame, peer) and same_items(frame, counted_frame)
-                        all_groups = range(len(resource.row_groups))
-                        total_columns = resource.bytes_of(all_groups, COLUMNS)
-                        total_files = sum(resource.fs.size(path) for path in resource.files)
-                        footers = footer_bytes(resource)
-                        row = dict(
-                            storage=storage, n=n, group_rows=group_rows, planned=plan.size,
-                            groups_read=frame.attrs["row_groups_read"], groups=len(resource.row_groups),
-                            accounted=frame.attrs["bytes_read"], total_columns=total_columns,
-                            measured=got, reads=reads, total_files=total_files, footers=footers,
-                            paula_s=paula_s, inprocess_s=inprocess_s, peer_s=peer_s, same=same,
-                            load=f"{load_before:.1f}-{load():.1f}",
-                        )
-                        rows.append(row)
-                        print(f"  {storage}: {row['groups_read']}/{row['groups']} row groups, accounted "
-                              f"{row['accounted'] / total_columns:.3%}, measured {got / total_files:.3%} ({reads} reads); "
-                              f"prdist {paula_s:.1f} s (in-process {inprocess_s:.1f} s), full scan {peer_s:.1f} s; "
-                              f"same items: {same}; load {row['load']}", flush=True)
-                    if "s3" in storages:
-                        fs.rm(f"{BUCKET}/{local.name}", recursive=True)
+                        with seaweed_s3(scratch / f"seaweedfs-{local.name}") as (options, fs):
+                            url = f"s3://{BUCKET}/{local.name}"
+                            # One file at a time: fs.put of a directory uploads all files at once,
+                            # buffering them (22 GB of memory for the 239 files of n = 1e9).
+                            for path in sorted(local.iterdir()):
+                                fs.put_file(str(path), f"{BUCKET}/{local.name}/{path.name}")
+                            print(f"  SeaweedFS started, resource copied to {url}: {time.perf_counter() - started:.0f} s",
+                                  flush=True)
+                            rows.append(measure("s3", url, options, client, group_rows=group_rows, repeats=args.repeats))
                     shutil.rmtree(local)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,6 +1,7 @@
 """prdist: guaranteed bounds and confidence bands on the precision of massive ranked resources."""
 
 from . import population
+from .bootstrap import BootstrapReplicates, BootstrapWarning, bootstrap_bands, bootstrap_replicates
 from .bounds import PaulaBounds, paula_bounds, precision_function
 from .confidence import confidence_margins, monotone_rate_test
 from .curves import EmpiricalPR, TiedScoresWarning, empirical_pr, exact_pr_points
@@ -24,6 +25,10 @@ from .sampling import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BootstrapReplicates",
+    "BootstrapWarning",
+    "bootstrap_bands",
+    "bootstrap_replicates",
     "confidence_margins",
     "monotone_rate_test",
     "EmpiricalPR",

@@ -836,7 +836,8 @@ def bootstrap_replicates(
         bandwidth=bandwidth,
         instrumental_rate=instrumental_rate,
     )
-    return _run(setup, seed_seq, sizes, client, owner="bootstrap_replicates")
+    replicated, _ = _run(setup, seed_seq, sizes, client, owner="bootstrap_replicates")
+    return replicated
 
 
 def _prepare(
@@ -932,15 +933,26 @@ def _seed_sequence(seed, *, owner: str) -> np.random.SeedSequence:
     return np.random.SeedSequence(int(seed))
 
 
-def _run(setup, seed_seq, sizes, client, *, owner: str) -> BootstrapReplicates:
+def _run(setup, seed_seq, sizes, client, *, owner: str, meanwhile=None):
+    """Run the batches, here or on ``client``; return (replicates, ``meanwhile()``).
+
+    ``meanwhile`` is client-side work that runs while the cluster computes the batches.
+    """
     seeds = seed_seq.spawn(len(sizes))
     if client is None:
         batches = [run_replicate_batch(setup, size, s) for size, s in zip(sizes, seeds)]
+        extra = meanwhile() if meanwhile is not None else None
     else:
         # Imported here so that the core never imports Dask: the caller chose a cluster.
-        from .dataflow.bands import map_replicate_batches
+        from .dataflow.bands import submit_replicate_batches
 
-        batches = map_replicate_batches(client, setup, sizes, seeds, owner=owner)
+        pending = submit_replicate_batches(client, setup, sizes, seeds, owner=owner)
+        try:
+            extra = meanwhile() if meanwhile is not None else None
+        except BaseException:
+            pending.cancel()
+            raise
+        batches = pending.result()
     n_pos = np.concatenate([b.n_positive for b in batches])
     log_weight = np.concatenate([b.log_weight for b in batches])
     result = BootstrapReplicates(
@@ -959,7 +971,7 @@ def _run(setup, seed_seq, sizes, client, *, owner: str) -> BootstrapReplicates:
         batch_sizes=tuple(sizes),
         redraws=sum(b.redraws for b in batches),
     )
-    return result
+    return result, extra
 
 
 def bootstrap_bands(
@@ -1061,10 +1073,18 @@ def bootstrap_bands(
         bandwidth=bandwidth,
         instrumental_rate=instrumental_rate,
     )
-    result = _run(setup, seed_seq, sizes, client, owner=owner)
-    # The normal cross-check smooths with the bootstrap's kernel when there is one.
+    # The normal cross-check smooths with the bootstrap's kernel when there is one; on a cluster
+    # it is computed while the workers draw the replicates.
     h = setup.bandwidth if setup.bandwidth > 0.0 else _silverman(curve)
-    return result.bands(delta, normal_variance=_plugin_variance(curve, setup.beta, h))
+    replicated, variance = _run(
+        setup,
+        seed_seq,
+        sizes,
+        client,
+        owner=owner,
+        meanwhile=lambda: _plugin_variance(curve, setup.beta, h),
+    )
+    return replicated.bands(delta, normal_variance=variance)
 
 
 # --------------------------------------------------------------------------------------------

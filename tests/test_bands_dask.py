@@ -14,7 +14,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from prdist import population
 from prdist.bootstrap import bootstrap_bands, bootstrap_replicates, replicate_batch_sizes
-from prdist.dataflow.bands import map_replicate_batches
+from prdist.dataflow.bands import submit_replicate_batches
 from prdist.errors import ParameterError
 
 N = 60_000
@@ -80,6 +80,6 @@ def test_replicates_bit_identical(clients, sample):
         assert remote.ess == local.ess
 
 
-def test_map_checks_its_arguments(clients):
+def test_submit_checks_its_arguments(clients):
     with pytest.raises(ParameterError, match="one seed per batch"):
-        map_replicate_batches(clients[1], None, [1, 2], [np.random.SeedSequence(0)])
+        submit_replicate_batches(clients[1], None, [1, 2], [np.random.SeedSequence(0)])

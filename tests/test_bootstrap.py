@@ -53,7 +53,8 @@ def binormal(prevalence, *, shift=1.0):
     return population.binormal(neg=(0, 1), pos=(shift, 1), prevalence=prevalence)
 
 
-def make_setup(scores, labels, *, method="smoothed-importance", beta=None, **kwargs):
+def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandwidth=None):
+    """The BootstrapSetup that bootstrap_bands would scatter for this sample."""
     setup, _, _, _ = bootstrap._prepare(
         scores,
         labels,
@@ -63,8 +64,8 @@ def make_setup(scores, labels, *, method="smoothed-importance", beta=None, **kwa
         seed=0,
         beta=beta,
         eps_beta=None,
-        bandwidth=kwargs.get("bandwidth"),
-        instrumental_rate=kwargs.get("instrumental_rate"),
+        bandwidth=bandwidth,
+        instrumental_rate=None,
     )
     return setup
 

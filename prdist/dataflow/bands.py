@@ -9,7 +9,7 @@ on the workers of a ``distributed.Client``:
 2. batch i runs :func:`prdist.bootstrap.run_replicate_batch` with child i of
    ``SeedSequence(seed).spawn(k)`` — the same pure function the core calls in-process;
 3. the per-replicate curves, positive counts and log-weights are gathered in batch order and the
-   core turns them into bands.
+   core turns them into bands (meanwhile the client computes the normal-approximation columns).
 
 Batch boundaries depend only on (replicates, n), never on the number of workers, and every batch
 is computed by the same deterministic code from its own seed, so the bands are bit-for-bit the same
@@ -29,23 +29,42 @@ from distributed import Client
 from ..bootstrap import BootstrapSetup, ReplicateBatch, run_replicate_batch
 from ..errors import ParameterError
 
-__all__ = ["map_replicate_batches"]
+__all__ = ["PendingBatches", "submit_replicate_batches"]
 
 
-def map_replicate_batches(
+class PendingBatches:
+    """Replicate batches running on a cluster; :meth:`result` gathers them in batch order."""
+
+    def __init__(self, client: Client, setup_future, futures):
+        self._client = client
+        self._futures = [*futures, setup_future]
+
+    def result(self) -> list[ReplicateBatch]:
+        """Wait for every batch; ``result()[i]`` is batch i exactly as computed in-process."""
+        try:
+            return self._client.gather(self._futures[:-1])
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        """Release the batches and the scattered sample on the cluster."""
+        self._client.cancel(self._futures)
+
+
+def submit_replicate_batches(
     client: Client,
     setup: BootstrapSetup,
     sizes: Sequence[int],
     seeds: Sequence[np.random.SeedSequence],
     *,
-    owner: str = "map_replicate_batches",
-) -> list[ReplicateBatch]:
-    """Run seeded replicate batches on a Dask cluster and gather them in batch order.
+    owner: str = "submit_replicate_batches",
+) -> PendingBatches:
+    """Start seeded replicate batches on a Dask cluster.
 
     Parameters
     ----------
     client : distributed.Client
-        A connected client.
+        A connected (synchronous) client.
     setup : BootstrapSetup
         The sample and tuning, scattered once to every worker.
     sizes : sequence of int
@@ -57,9 +76,7 @@ def map_replicate_batches(
 
     Returns
     -------
-    list of ReplicateBatch
-        ``result[i]`` is batch i, exactly as :func:`prdist.bootstrap.run_replicate_batch` computes
-        it in-process.
+    PendingBatches
 
     Raises
     ------
@@ -84,7 +101,4 @@ def map_replicate_batches(
         list(seeds),
         pure=False,
     )
-    try:
-        return client.gather(futures)
-    finally:
-        client.cancel([*futures, setup_future])
+    return PendingBatches(client, setup_future, futures)

@@ -16,7 +16,7 @@ from .. import derived
 from .._validation import check_choice, check_float, check_int
 from ..bootstrap import bootstrap_bands
 from ..bounds import paula_bounds
-from ..errors import ParameterError
+from ..errors import DataError, ParameterError
 from ..plan import plan_paula
 from ..sampling import estimate_random, estimate_stratified, plan_random, plan_stratified
 from .artifacts import run_id
@@ -166,7 +166,8 @@ def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
 
 
 def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params: EvaluationParams, *, client=None) -> pd.DataFrame | None:
-    """Bootstrap bands of the PR curve from the random arm; None while any arm label is missing.
+    """Bootstrap bands of the PR curve from the random arm; None while any arm label is missing
+    or when the arm has no PR curve to band (a single class, too few positives).
 
     The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; an arm with
     unknown labels is not one (dropping them could bias it), so bands wait for every label.
@@ -178,7 +179,12 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
         return None
     scores = items["score"].to_numpy(dtype=np.float64)[planned.in_band_arm]
     # The arm was drawn from SeedSequence([seed, 0xBA7D5]); the replicates use SeedSequence(seed).
-    return bootstrap_bands(scores, arm_labels, delta=params.delta, replicates=params.replicates, seed=params.seed, client=client)
+    try:
+        return bootstrap_bands(scores, arm_labels, delta=params.delta, replicates=params.replicates, seed=params.seed, client=client)
+    except DataError:
+        # A degenerate arm (one class, too few positives, constant scores) has no PR curve to
+        # band; the run still completes, its manifest saying the bands are unavailable.
+        return None
 
 
 @dataclass(frozen=True, eq=False)
