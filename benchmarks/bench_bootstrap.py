@@ -82,7 +82,7 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=100_000, help="labeled items (default 1e5)")
     parser.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates B")
     parser.add_argument("--prevalence", type=float, default=0.2)
-    parser.add_argument("--rounds", type=int, default=4, help="interleaved timing rounds")
+    parser.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds")
     args = parser.parse_args(argv)
 
     model = population.binormal(neg=(0, 1), pos=(1, 1), prevalence=args.prevalence)

@@ -17,7 +17,7 @@ from prdist.bootstrap import bootstrap_bands, bootstrap_replicates, replicate_ba
 from prdist.dataflow.bands import submit_replicate_batches
 from prdist.errors import ParameterError
 
-N = 60_000
+N = 120_000
 REPLICATES = 150
 
 

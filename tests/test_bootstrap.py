@@ -9,6 +9,7 @@ from the binomial law of what they count.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from fractions import Fraction
@@ -177,15 +178,57 @@ def test_smoothing_adds_gaussian_noise_of_the_bandwidth():
     rng = np.random.default_rng(3)
     n_pos = np.array([400, 400, 400])
     sample = bootstrap._draw_sample(setup, rng, n_pos, bootstrap._Scratch())
-    noise = (sample.positives - 1.0).ravel() / 0.1
+    assert sample.positives.dtype == np.float32  # range 10 h: float32 draws
+    # Draws are centred on the middle of the score range.
+    noise = (sample.positives.astype(float) + setup.draw_centre - 1.0).ravel() / 0.1
     # Kolmogorov-Smirnov at level 1e-4: fails only if the noise is not N(0, h^2).
     assert stats.kstest(noise, "norm").pvalue > 1e-4
 
 
-def test_box_muller_normals_are_standard_normal():
+def test_draws_are_float32_only_where_rounding_is_negligible():
+    # A score range of a few bandwidths: float32; an outlier 1e4 bandwidths away: float64.
+    rng = np.random.default_rng(0)
+    scores, labels = rng.normal(size=2000), rng.random(2000) < 0.3
+    setup = make_setup(scores, labels, bandwidth=0.1)
+    assert setup.draw_positive.dtype == setup.draw_negative.dtype == np.float32
+    np.testing.assert_allclose(
+        setup.draw_negative + setup.draw_centre, setup.negative_scores, rtol=0, atol=1e-6
+    )
+    with_outlier = np.r_[scores, 1e3]
+    setup = make_setup(with_outlier, np.r_[labels, False], bandwidth=0.1)
+    assert setup.draw_positive.dtype == setup.draw_negative.dtype == np.float64
+    # Huge scores: centring keeps float32 usable whenever the *spread* is small.
+    setup = make_setup(scores + 1e9, labels, bandwidth=0.1)
+    assert setup.draw_negative.dtype == np.float32
+    assert abs(setup.draw_centre - 1e9) < 10
+    # Without smoothing nothing is drawn in float32.
+    assert bootstrap.smoothed_draw_dtype(1.0, 0.0) is np.float64
+
+
+def test_float32_draws_give_the_band_distribution_of_float64_draws():
+    # The same sample drawn both ways: the sup-deviations agree in distribution (two-sample KS
+    # at level 1e-4 on 500 replicates each).
+    scores, labels = binormal(0.3).sample(3000, seed=2)
+    setup = make_setup(scores, labels)
+    assert setup.draw_positive.dtype == np.float32
+    in_float64 = dataclasses.replace(
+        setup,
+        draw_positive=setup.positive_scores - setup.draw_centre,
+        draw_negative=setup.negative_scores - setup.draw_centre,
+    )
+    sups = [
+        np.abs(run_replicate_batch(s, 500, np.random.SeedSequence(seed)).precision
+               - setup.precision).max(axis=1)
+        for s, seed in ((setup, 11), (in_float64, 12))
+    ]
+    assert stats.ks_2samp(*sups).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_box_muller_normals_are_standard_normal(dtype):
     rng = np.random.default_rng(5)
-    z = bootstrap._normal(rng, 999_999, 2.5, bootstrap._Scratch()) / 2.5  # odd: a pair cut
-    assert z.shape == (999_999,) and np.isfinite(z).all()
+    z = bootstrap._normal(rng, 999_999, 2.5, bootstrap._Scratch(), dtype=dtype) / 2.5  # odd
+    assert z.dtype == dtype and z.shape == (999_999,) and np.isfinite(z).all()
     # KS at level 1e-4 on 1e6 draws detects a cdf error of ~0.002; the transform's float32 angle
     # errs by < 1e-6, so only a wrong transform fails.
     assert stats.kstest(z.ravel(), "norm").pvalue > 1e-4
@@ -388,7 +431,11 @@ def test_replicates_are_the_seeded_batches_in_order():
 def test_batch_sizes_cover_the_replicates(replicates, n):
     sizes = replicate_batch_sizes(replicates, n)
     assert sum(sizes) == replicates and all(s >= 1 for s in sizes)
-    assert len(set(sizes[:-1])) <= 1 and sizes[-1] <= sizes[0]
+    assert max(sizes) - min(sizes) <= 1 and list(sizes) == sorted(sizes, reverse=True)
+    # The fewest batches within the limits, in multiples of 8 (or one replicate each).
+    most = max(1, min(64, (1 << 22) // n))
+    assert max(sizes) <= most
+    assert len(sizes) == replicates or (len(sizes) % 8 == 0 and (len(sizes) - 8) * most < replicates)
 
 
 def test_silverman_bandwidth_ignores_class_separation_and_scales():
