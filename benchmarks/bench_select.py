@@ -13,7 +13,9 @@ scores, continuous, so ties have probability ~0 and both methods must return the
 every planned rank; the script checks it, and tells apart a mismatch caused by a tied score).
 Both methods read the key, score and label columns.
 
-Cluster: ``LocalCluster`` of 2 worker processes x 1 thread, ``--memory-limit`` per worker (the
+Cluster: ``LocalCluster`` of 2 worker processes x 1 thread, configured as prdist configures its
+own local clusters (``prdist.dataflow.cluster.WORKER_MALLOC_CONFIG``: a 32 MiB glibc mmap
+threshold, which both methods get), ``--memory-limit`` per worker (the
 nanny restarts a worker above 95 % of it; Dask gives up on a task after 3 such deaths). Every
 measured phase gets a new cluster of that configuration, started (and its workers' imports done)
 before the clock starts, so every phase starts from idle workers. Peak memory
@@ -50,6 +52,7 @@ import psutil
 from distributed import Client, LocalCluster
 
 from prdist import population
+from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
 from prdist.dataflow.resource import open_resource
 from prdist.dataflow.select import select_ranks
 from prdist.dataflow.synth import MARKER, write_synthetic
@@ -108,8 +111,9 @@ def fresh_cluster(workers: int, memory_limit: str):
     from the phase before (``Client.restart`` would do the same, but it hung now and then here:
     restarted workers did not reconnect within its 120 s timeout).
     """
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory_limit,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
+    with dask.config.set(WORKER_MALLOC_CONFIG), LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory_limit, dashboard_address=":0"
+    ) as cluster, Client(cluster) as client:
         client.run(_warm_up)
         yield client, sorted(client.run(os.getpid).values())
 

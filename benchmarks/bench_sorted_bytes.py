@@ -67,6 +67,7 @@ import s3fs
 from distributed import Client, LocalCluster
 
 from prdist import population
+from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
 from prdist.dataflow.resource import extract_ranks, open_resource
 from prdist.dataflow.synth import write_synthetic
 from prdist.plan import plan_paula
@@ -345,7 +346,7 @@ def main(argv=None) -> None:
     print(f"model: {MODEL!r}; plan eps {EPS}, window {WINDOW}; {os.cpu_count()} cores; scratch {scratch}")
     rows = []
     try:
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+        with dask.config.set(WORKER_MALLOC_CONFIG), LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                           memory_limit=args.memory_limit, dashboard_address=":0") as cluster, Client(cluster) as client:
             print(f"cluster: {args.workers} worker processes x 1 thread, memory limit {args.memory_limit} per worker")
             for n in sizes:

@@ -11,10 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prdist.dataflow.resource import extract_ranks, open_resource, verify_order
+from prdist.dataflow.resource import (
+    descending_ordinal,
+    extract_ranks,
+    open_resource,
+    rank_sort,
+    sorted_block_order,
+    verify_order,
+)
 from prdist.dataflow.storage import write_parquet
 from prdist.errors import DataError, InputError, ParameterError
-from prdist.ranking import rank_order
+from prdist.ranking import key_hash, rank_order
 
 
 def write_files(root, columns: dict, *, files: int = 1, row_group_size: int = 1000, names=None, **options):
@@ -331,3 +338,20 @@ def test_open_and_extract_on_s3_match_local(tmp_path, s3_server, s3_url):
     # missing permission, and says so.
     with pytest.raises(InputError, match=r"access denied \(HTTP 403\): the credentials are wrong or lack the permission"):
         open_resource(f"{s3_url}/res", storage_options={**s3_server.storage_options, "secret": "wrong"})
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 5), min_size=1, max_size=60),
+    presorted=st.booleans(),
+    string_keys=st.booleans(),
+)
+def test_sorted_block_order_equals_a_full_rank_sort(values, presorted, string_keys):
+    # Sorted blocks (with tie runs) take the fast path, unsorted ones the full sort: both give
+    # the rank order of rank_sort.
+    scores = np.array(sorted(values, reverse=True) if presorted else values, dtype=float)
+    keys = np.arange(scores.size) * 7 + 3
+    if string_keys:
+        keys = np.array([f"k{k}" for k in keys], dtype=object)
+    expected = rank_sort(descending_ordinal(scores), key_hash(keys), keys)
+    np.testing.assert_array_equal(sorted_block_order(scores, keys), expected)

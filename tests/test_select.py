@@ -9,11 +9,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from prdist.dataflow.resource import open_resource
-from prdist.dataflow.select import check_unique_keys, select_ranks
+from prdist.dataflow.resource import descending_ordinal, open_resource
+from prdist.dataflow.select import DEFAULT_MAX_CANDIDATES, _linear_bins, _linear_edges, _linear_slots, check_unique_keys, select_ranks
 from prdist.dataflow.storage import write_parquet
 from prdist.errors import DataError, ParameterError
 from prdist.plan import plan_paula
@@ -66,19 +66,23 @@ def process_client():
     cluster.close()
 
 
-def test_a_paula_plan_on_heavily_tied_scores_equals_a_full_sort(tmp_path, dask_client):
+@pytest.mark.parametrize("max_candidates", [0, DEFAULT_MAX_CANDIDATES])
+def test_a_paula_plan_on_heavily_tied_scores_equals_a_full_sort(tmp_path, dask_client, max_candidates):
     n = 300_000
     keys, scores, labels = shuffled(n, 0)
     root = write_files(tmp_path / "r", {"key": keys, "score": scores, "label": labels}, files=5, row_group_size=20_000)
     res = open_resource(root, label="label")
     assert not res.is_sorted_claim()
     ranks = plan_paula(n, eps=0.05, window=50).ranks
-    out = select_ranks(res, ranks, client=dask_client)
+    out = select_ranks(res, ranks, client=dask_client, max_candidates=max_candidates)
     check_against_oracle(out, keys, scores, ranks, labels)
-    # Bounded work: a few passes, and candidates near the requested count (cap 1024 each).
+    # Bounded work: a few passes, and candidates near the requested count (cap 1024 each), or
+    # within the budget of candidates.
     assert out.attrs["passes"] <= 4
-    assert out.attrs["candidates"] <= len(ranks) + 1024 * out.attrs["intervals"]
-    assert out.attrs["candidates"] < n / 10
+    bound = max(len(ranks) + 1024 * out.attrs["intervals"], max_candidates)
+    assert out.attrs["candidates"] <= bound
+    if max_candidates == 0:
+        assert out.attrs["candidates"] < n / 10
 
 
 def test_a_giant_tie_is_resolved_by_hash_without_extracting_it(tmp_path, dask_client):
@@ -90,7 +94,7 @@ def test_a_giant_tie_is_resolved_by_hash_without_extracting_it(tmp_path, dask_cl
     above = int((scores > 0.5).sum())
     # Ranks inside the tie run, at both of its ends and around it.
     ranks = np.r_[1:20, above - 3:above + 40, above + tie // 2 + np.arange(60), above + tie - 5:above + tie + 5, n]
-    out = select_ranks(res, ranks, client=dask_client, cap=256)
+    out = select_ranks(res, ranks, client=dask_client, cap=256, max_candidates=0)
     check_against_oracle(out, keys, scores, ranks)
     assert out.attrs["candidates"] <= len(np.unique(ranks)) + 256 * out.attrs["intervals"]
     assert out.attrs["candidates"] < tie / 20, "the tie run itself is never materialised"
@@ -102,7 +106,7 @@ def test_every_score_equal(tmp_path):
     scores = np.zeros(n)
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=2, row_group_size=3000)
     ranks = [1, 2, 10_000, 19_999, 20_000]
-    out = select_ranks(open_resource(root), ranks, cap=64)
+    out = select_ranks(open_resource(root), ranks, cap=64, max_candidates=0)
     check_against_oracle(out, keys, scores, ranks)
     assert out.attrs["candidates"] < 1000
 
@@ -116,7 +120,10 @@ def test_continuous_scores_a_million_rows(tmp_path, dask_client):
     ranks = plan_paula(n, eps=0.03, window=100).ranks
     out = select_ranks(open_resource(root), ranks, client=dask_client)
     check_against_oracle(out, keys, scores, ranks)
-    assert out.attrs["passes"] <= 4
+    # Equal score bins over the statistics' range: one histogram pass, then the extraction.
+    assert out.attrs["passes"] == 2
+    narrowed = select_ranks(open_resource(root), ranks, max_candidates=0, histogram_bins=256)
+    assert narrowed.equals(out) and narrowed.attrs["passes"] > 2
 
 
 def test_score_types_signs_and_missing_statistics(tmp_path):
@@ -129,8 +136,8 @@ def test_score_types_signs_and_missing_statistics(tmp_path):
     ints = rng.integers(-5, 5, size=n)
     root = write_files(tmp_path / "r", {"key": keys, "f32": scores32, "i": ints}, files=2, row_group_size=700, write_statistics=False)
     ranks = np.r_[1:100, 2400:2600, n]
-    check_against_oracle(select_ranks(open_resource(root, score="f32"), ranks, cap=16), keys, scores32.astype(np.float64), ranks)
-    check_against_oracle(select_ranks(open_resource(root, score="i"), ranks, cap=16), keys, ints.astype(np.float64), ranks)
+    check_against_oracle(select_ranks(open_resource(root, score="f32"), ranks, cap=16, max_candidates=0), keys, scores32.astype(np.float64), ranks)
+    check_against_oracle(select_ranks(open_resource(root, score="i"), ranks, cap=16, max_candidates=0), keys, ints.astype(np.float64), ranks)
 
 
 def test_non_finite_scores_duplicate_keys_and_bad_labels_are_data_errors(tmp_path):
@@ -205,16 +212,18 @@ def test_parameters_are_checked(tmp_path):
     n=st.integers(1, 250),
     decimals=st.integers(0, 2),
     cap=st.integers(1, 50),
+    budget=st.sampled_from([0, 40, DEFAULT_MAX_CANDIDATES]),
     bins=st.sampled_from([16, 64, 1 << 18]),
     row_group_size=st.integers(1, 60),
     seed=st.integers(0, 2**32 - 1),
     data=st.data(),
 )
-def test_random_resources_equal_the_oracle(tmp_path_factory, n, decimals, cap, bins, row_group_size, seed, data):
+def test_random_resources_equal_the_oracle(tmp_path_factory, n, decimals, cap, budget, bins, row_group_size, seed, data):
     keys, scores, _ = shuffled(n, seed, decimals=decimals)
     root = write_files(tmp_path_factory.mktemp("h"), {"key": keys, "score": scores}, files=min(3, n), row_group_size=row_group_size)
     ranks = data.draw(st.lists(st.integers(1, n), min_size=1, max_size=30))
-    out = select_ranks(open_resource(root), ranks, cap=cap, histogram_bins=bins, partition_rows=97)
+    out = select_ranks(open_resource(root), ranks, cap=cap, max_candidates=budget, histogram_bins=bins,
+                       partition_rows=97)
     check_against_oracle(out, keys, scores, ranks)
 
 
@@ -261,3 +270,33 @@ def test_select_on_s3_with_worker_processes(s3_server, s3_url, process_client):
     res, keys, scores, labels = _s3_resource(s3_server, s3_url, n, 8)
     ranks = plan_paula(n, eps=0.1, window=20).ranks
     check_against_oracle(select_ranks(res, ranks, client=process_client, cap=128), keys, scores, ranks, labels)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=2, max_size=40),
+    total=st.integers(1, 1 << 12),
+)
+def test_equal_score_bins_have_exact_ordinal_edges(scores, total):
+    # The driver's edges of an equal-score bin hold exactly the scores a task puts in it,
+    # and consecutive bins tile the ordinals from +inf to -inf.
+    scores = np.array(scores)
+    linear = _linear_bins([_Stats(scores.max(), scores.min())], total)
+    assume(linear is not None)
+    slots = _linear_slots(scores, *linear, total)
+    every = np.arange(total)
+    lo, hi = _linear_edges(every, *linear, total)
+    ordinals = descending_ordinal(scores)
+    assert np.all(lo[slots] <= ordinals) and np.all(ordinals <= hi[slots])
+    assert lo[0] == descending_ordinal(np.array([np.inf]))[0]
+    assert hi[-1] == descending_ordinal(np.array([-np.inf]))[0]
+    assert np.all(hi[:-1] + np.uint64(1) == lo[1:])  # an empty bin has hi = lo - 1
+
+
+class _Stats:
+    """The row-group statistics _linear_bins reads."""
+
+    has_score_range = True
+
+    def __init__(self, score_max, score_min):
+        self.score_max, self.score_min = score_max, score_min

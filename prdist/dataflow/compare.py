@@ -461,7 +461,7 @@ def system_weights(system: System, distribution: SamplingDistribution, *, client
     distribution : SamplingDistribution
     client : distributed.Client, optional
         Run the passes on this cluster (one task per partition); default in-process.
-    partition_rows : int, default=2**22
+    partition_rows : int, default=2**20
         Rows per task.
 
     Returns
@@ -734,7 +734,7 @@ def join_sample(systems, weights, draws, *, extra_keys=None, client=None,
         Further keys whose pool membership is wanted (an exhaustive sample's correct keys).
     client : distributed.Client, optional
         Default in-process.
-    partition_rows : int, default=2**22
+    partition_rows : int, default=2**20
         Rows per task.
     bucket_rows : int, default=2**22
         Support items per bucket task.

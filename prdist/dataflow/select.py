@@ -9,23 +9,29 @@ order, in streaming passes over the resource:
    interval of ordinals with a known count of items before it; at first one interval holds
    everything (from the row-group statistics, without reading data).
 2. A histogram pass: every Dask task reads the score column of its row groups, one row group at
-   a time, and counts the items of every open interval in ``2**bits`` equal bins (adjacent ranges
-   of ordinals), noting the smallest and largest ordinal seen in each bin; a tree reduction
-   merges them. Each requested rank moves to the bin that holds it, tightened to the ordinals
-   seen there: its interval shrinks by at least ``2**bits`` and the count of items before it
-   stays exact. (The tightening matters for discrete scores: a bin holding a single score value
-   becomes a run of ties at once.)
-3. An interval stops when it holds at most ``cap`` items, or only requested ranks. An interval
-   reduced to a single score with more than ``cap`` items is a run of tied scores; inside it the
-   rank order is by key hash, so the selection goes on in the same way over the 64-bit key hash
-   of the items with that score (reading the key column too).
+   a time, and counts the items of every open interval in bins, noting the smallest and largest
+   ordinal seen in each bin; a tree reduction merges them. The first pass cuts the score range
+   of the statistics into ``histogram_bins`` bins of equal *score* width; later passes cut each
+   open interval into ``2**bits`` equal ranges of ordinals (the bins of all intervals add up to
+   ``histogram_bins``). Each requested rank moves to the bin that holds it, tightened to the
+   ordinals seen there, and the count of items before it stays exact. (The tightening matters
+   for discrete scores: a bin holding a single score value becomes a run of ties at once.)
+3. An interval stops when it holds at most ``cap`` items, or only requested ranks; all of them
+   stop when they hold at most ``max_candidates`` items in all. An interval reduced to a single
+   score with more than ``cap`` items is a run of tied scores; inside it the rank order is by
+   key hash, so the selection goes on in the same way over the 64-bit key hash of the items
+   with that score (reading the key column too).
 4. An extraction pass: every task returns only the items of the final intervals; the driver
    orders them by (ordinal, key hash, key) and reads off the ranks, each interval starting at its
    known position.
 
-The result is identical to a full sort with the same tie-break. The number of histogram passes
-is at most 64 / bits per level, in practice 1-3 (one million normal scores and the 22,592 ranks
-of a PAULA plan: 2 histogram passes, 41,945 candidates): it does not grow with N beyond that.
+Most items of a pass lie in no open interval; a table of up to 2**20 buckets over the intervals
+rejects them with a shift and a lookup, and only the rest are binary-searched (:class:`_IntervalSet`).
+
+The result is identical to a full sort with the same tie-break. In practice one histogram pass
+suffices up to some 10^8 items (the PAULA plan of eps 0.03 and windows of 100 on 10^7 shuffled
+binormal scores: 30,392 ranks, 1 histogram pass, 42,884 candidates); each further pass narrows
+every interval by a factor 2**bits, so their number does not grow with N beyond that.
 
 Memory
 ------
@@ -33,11 +39,13 @@ A task holds one row group (score, key and requested columns) plus its histogram
 candidates it extracts; the driver holds the histogram and all candidates. With R requested
 ranks, I intervals and row groups of at most G rows: O(G + max(B, 16 I)) per histogram task,
 O(G + C) per extraction task and O(max(B, 16 I) + C) on the driver, where B is
-``histogram_bins`` and C <= R + cap * I the number of candidates: independent of N.
+``histogram_bins`` and C <= max(R + cap * I, ``max_candidates``) the number of candidates:
+independent of N.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,12 +71,13 @@ from .resource import (
     open_parquet,
     rank_sort,
     read_group,
+    score_of_ordinal,
     result_frame,
     run_tasks,
     scores_of,
 )
 
-__all__ = ["DEFAULT_CAP", "DEFAULT_HISTOGRAM_BINS", "check_unique_keys", "select_ranks"]
+__all__ = ["DEFAULT_CAP", "DEFAULT_MAX_CANDIDATES", "DEFAULT_HISTOGRAM_BINS", "check_unique_keys", "select_ranks"]
 
 #: An interval with at most this many items is extracted as it is: the items it holds besides
 #: the requested ones cost memory on the driver, at most ``cap`` per interval.
@@ -77,6 +86,11 @@ DEFAULT_CAP = 1024
 #: Histogram bins of one pass, shared by the open intervals (at least 16 each): 2 MiB of int64
 #: counts per task.
 DEFAULT_HISTOGRAM_BINS = 1 << 18
+
+#: After a histogram pass, if all the intervals left hold at most this many items in all, they
+#: are extracted at once (however many items each holds) instead of narrowed by another pass:
+#: an extra pass reads the whole score column, a million candidates cost the driver ~0.3 s.
+DEFAULT_MAX_CANDIDATES = 1 << 20
 
 _FULL = (1 << 64) - 1
 _SCORE, _HASH = 0, 1
@@ -97,85 +111,170 @@ class _Interval:
 
 @dataclass(frozen=True)
 class _Bins:
-    """What a histogram task counts: for every interval, its bins of width 2**shift."""
+    """What a histogram task counts: for every interval, its bins of width 2**shift.
 
-    intervals: tuple[_Interval, ...]
-    shifts: tuple[int, ...]
-    offsets: tuple[int, ...]
+    Or, when ``linear`` = (top, scale) is set (the first pass over a score range known from the
+    statistics), one interval cut into ``total`` bins of equal width in *score*: bin
+    floor((top - score) * scale). Floating-point subtraction and scaling are monotone, so these
+    bins too are consecutive stretches of the rank order.
+    """
+
+    intervals: _IntervalTable
+    shifts: np.ndarray
+    offsets: np.ndarray
     total: int
+    linear: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _IntervalTable:
+    """Intervals as columns, which is how tasks receive them: thousands of interval objects
+    would cost every task some 20 ms to unpickle and sort out, a few arrays cost nothing."""
+
+    level: np.ndarray  # int8
+    tie: np.ndarray  # uint64
+    lo: np.ndarray  # uint64
+    hi: np.ndarray  # uint64
+    score_buckets: tuple[float, float] | None  # see _IntervalSet
+
+    @classmethod
+    def of(cls, intervals, score_buckets=None) -> _IntervalTable:
+        return cls(
+            np.array([iv.level for iv in intervals], dtype=np.int8),
+            np.array([iv.tie for iv in intervals], dtype=np.uint64),
+            np.array([iv.lo for iv in intervals], dtype=np.uint64),
+            np.array([iv.hi for iv in intervals], dtype=np.uint64),
+            score_buckets,
+        )
+
+
+class _IntervalSet:
+    """Disjoint closed intervals of uint64 values; finds which one holds each value, if any.
+
+    A binary search over thousands of intervals costs some 40 ns per value, and most values of a
+    pass lie in no interval. So a table of up to 2**20 equal buckets marks the buckets that meet
+    an interval: a few arithmetic steps and one table lookup reject most values, and only the
+    rest are searched. The buckets are equal ranges of the values (key hashes, uniform), or,
+    for score ordinals when ``score_buckets`` = (top, scale) is given, equal ranges of the
+    *score* (the score range of the statistics): equal ordinal ranges would spend nearly all
+    buckets on the binades near zero that hold no score.
+    """
+
+    TABLE_BITS = 20
+
+    def __init__(self, lo, hi, ids, *, score_buckets: tuple[float, float] | None = None):
+        order = np.argsort(lo, kind="stable")
+        self.lo = np.asarray(lo, dtype=np.uint64)[order]
+        self.hi = np.asarray(hi, dtype=np.uint64)[order]
+        self.ids = np.asarray(ids, dtype=np.int64)[order]
+        self.score_buckets = score_buckets
+        if self.lo.size == 0:
+            return
+        if score_buckets is not None:
+            buckets = 1 << self.TABLE_BITS
+            first = self._score_bucket(score_of_ordinal(self.lo))
+            last = self._score_bucket(score_of_ordinal(self.hi))
+        else:
+            self.base = self.lo[0]
+            span = int(self.hi.max()) - int(self.base)
+            self.shift = np.uint64(max(0, span.bit_length() - self.TABLE_BITS))
+            buckets = (span >> int(self.shift)) + 1
+            first = ((self.lo - self.base) >> self.shift).astype(np.int64)
+            last = ((self.hi - self.base) >> self.shift).astype(np.int64)
+        # Marked buckets by a difference array: +1 where an interval's buckets start, -1 after.
+        edges = np.zeros(buckets + 2, dtype=np.int32)  # int32: half the traffic of the cumsum
+        np.add.at(edges, first, 1)
+        np.add.at(edges, last + 1, -1)
+        self.marked = np.cumsum(edges[:-1], dtype=np.int32) > 0  # the last slot (never marked) takes the misses
+        self.last_bucket = np.uint64(buckets)
+
+    def _score_bucket(self, scores: np.ndarray) -> np.ndarray:
+        # Monotone in the score, like the ordinal: an interval's items lie in its buckets. The
+        # interval edges may be +-inf or near +-1e308, whose products overflow to +-inf: clipped.
+        with np.errstate(over="ignore"):
+            return _linear_slots(scores, *self.score_buckets, 1 << self.TABLE_BITS)
+
+    def find(self, values: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
+        """Id of the interval holding each value, or -1 (``scores``: the scores of the ordinals
+        ``values``, needed with ``score_buckets``)."""
+        found = np.full(values.shape, -1, dtype=np.int64)
+        if self.lo.size == 0:
+            return found
+        if self.score_buckets is not None:
+            bucket = self._score_bucket(scores)
+        else:
+            # Values below the base wrap around to huge buckets: the minimum sends them, and
+            # those above the span, to the unmarked last slot.
+            bucket = values - self.base
+            bucket >>= self.shift
+            np.minimum(bucket, self.last_bucket, out=bucket)
+        maybe = np.flatnonzero(self.marked[bucket])
+        near = values[maybe]
+        slot = np.searchsorted(self.lo, near, side="right") - 1
+        inside = slot >= 0
+        slot = np.maximum(slot, 0)
+        inside &= near <= self.hi[slot]
+        found[maybe[inside]] = self.ids[slot[inside]]
+        return found
 
 
 class _Locator:
     """Finds, for arrays of ordinals and hashes, which of a set of disjoint intervals holds each item."""
 
-    def __init__(self, intervals):
-        self.intervals = list(intervals)
-        score = [i for i, iv in enumerate(self.intervals) if iv.level == _SCORE]
-        score.sort(key=lambda i: self.intervals[i].lo)
-        self.score_ids = np.array(score, dtype=np.int64)
-        self.score_lo = np.array([self.intervals[i].lo for i in score], dtype=np.uint64)
-        self.score_hi = np.array([self.intervals[i].hi for i in score], dtype=np.uint64)
-        ties: dict[int, list[int]] = {}
-        for i, iv in enumerate(self.intervals):
-            if iv.level == _HASH:
-                ties.setdefault(iv.tie, []).append(i)
+    def __init__(self, table: _IntervalTable):
+        score = np.flatnonzero(table.level == _SCORE)
+        self.scores = _IntervalSet(table.lo[score], table.hi[score], score, score_buckets=table.score_buckets)
+        hashed = np.flatnonzero(table.level == _HASH)
+        self.tie_values = np.unique(table.tie[hashed])
         self.ties = {}
-        for tie, ids in ties.items():
-            ids.sort(key=lambda i: self.intervals[i].lo)
-            self.ties[tie] = (
-                np.array(ids, dtype=np.int64),
-                np.array([self.intervals[i].lo for i in ids], dtype=np.uint64),
-                np.array([self.intervals[i].hi for i in ids], dtype=np.uint64),
-            )
-        self.tie_values = np.array(sorted(self.ties), dtype=np.uint64)
+        for tie in self.tie_values.tolist():
+            ids = hashed[table.tie[hashed] == np.uint64(tie)]
+            self.ties[tie] = _IntervalSet(table.lo[ids], table.hi[ids], ids)
 
     @property
     def needs_keys(self) -> bool:
         return bool(self.ties)
 
-    @staticmethod
-    def _find(values, lo, hi, ids):
-        if lo.size == 0:
-            return np.full(values.shape, -1, dtype=np.int64)
-        slot = np.searchsorted(lo, values, side="right") - 1
-        inside = slot >= 0
-        slot = np.maximum(slot, 0)
-        inside &= values <= hi[slot]
-        return np.where(inside, ids[slot], -1)
-
-    def locate(self, ordinals: np.ndarray, keys: np.ndarray | None):
+    def locate(self, ordinals: np.ndarray, keys: np.ndarray | None, scores: np.ndarray):
         """Return (interval id or -1 per item, key hashes of the items in tie intervals or None)."""
-        found = self._find(ordinals, self.score_lo, self.score_hi, self.score_ids)
+        found = self.scores.find(ordinals, scores)
         if not self.ties:
             return found, None
         in_tie = np.flatnonzero(np.isin(ordinals, self.tie_values))
         hashes = key_hash(keys[in_tie])
         tie_of = ordinals[in_tie]
-        for tie, (ids, lo, hi) in self.ties.items():
+        for tie, intervals in self.ties.items():
             mine = tie_of == np.uint64(tie)
-            found[in_tie[mine]] = self._find(hashes[mine], lo, hi, ids)
+            found[in_tie[mine]] = intervals.find(hashes[mine])
         return found, (in_tie, hashes)
 
 
 def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict):
-    """Count, and find the smallest and largest value in, every bin of every open interval."""
+    """Count, and find the smallest and largest value in, every bin of every open interval.
+
+    Equal score bins (``bins.linear``) are only counted: (counts, None, None).
+    """
     key, score = columns
     locator = _Locator(bins.intervals)
-    lo = np.array([iv.lo for iv in bins.intervals], dtype=np.uint64)
-    shift = np.array(bins.shifts, dtype=np.uint64)
-    offset = np.array(bins.offsets, dtype=np.int64)
+    lo, shift, offset = bins.intervals.lo, bins.shifts, bins.offsets
     counts = np.zeros(bins.total, dtype=np.int64)
-    smallest = np.full(bins.total, _FULL, dtype=np.uint64)
-    largest = np.zeros(bins.total, dtype=np.uint64)
+    if bins.linear is None:
+        smallest = np.full(bins.total, _FULL, dtype=np.uint64)
+        largest = np.zeros(bins.total, dtype=np.uint64)
     read = [score, key] if locator.needs_keys else [score]
     display = names[partition.path]
     with open_parquet(fs, partition.path, display=display) as parquet:
         for index in partition.indices:
             where = f"{display} row group {index}"
             table = read_group(parquet, index, read, display=display)
-            ordinals = descending_ordinal(scores_of(table, score, where))
+            scores = scores_of(table, score, where)
+            if bins.linear is not None:
+                # Equal score bins have known edges (_linear_edges): counting is all it takes.
+                np.add.at(counts, _linear_slots(scores, *bins.linear, bins.total), 1)
+                continue
+            ordinals = descending_ordinal(scores)
             keys = keys_of(table, key, where) if locator.needs_keys else None
-            found, tied = locator.locate(ordinals, keys)
+            found, tied = locator.locate(ordinals, keys, scores)
             # The value binned: the score ordinal, or the key hash inside a run of tied scores.
             values = ordinals
             if tied is not None:
@@ -185,16 +284,80 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
             ids = found[hit]
             values = values[hit]
             slots = offset[ids] + ((values - lo[ids]) >> shift[ids]).astype(np.int64)
-            counts += np.bincount(slots, minlength=bins.total)
+            # ufunc.at, not bincount: no fresh array of every bin per row group.
+            np.add.at(counts, slots, 1)
             np.minimum.at(smallest, slots, values)
             np.maximum.at(largest, slots, values)
+    if bins.linear is not None:
+        return counts, None, None
     return counts, smallest, largest
 
 
+def _linear_bins(stats, bins: int) -> tuple[float, float] | None:
+    """(top, scale) of ``bins`` equal score bins over the statistics' range, if it has a width.
+
+    Equal *score* bins suit the first pass: equal bins of the 64-bit ordinal are equal in the
+    logarithm of the score, so most of them cover ranges no score reaches (every binade down to
+    1e-308 gets as many bins as [1, 2)), and the populated ones hold too many items to finish in
+    one pass. None (ordinal bins) when the range is empty or too wide for float arithmetic.
+    """
+    if not stats or not all(rg.has_score_range for rg in stats):
+        return None
+    top = float(max(rg.score_max for rg in stats))
+    width = top - float(min(rg.score_min for rg in stats))
+    scale = bins / width if width > 0 else math.inf
+    return (top, scale) if math.isfinite(width) and math.isfinite(scale) else None
+
+
+def _linear_slots(scores: np.ndarray, top: float, scale: float, total: int) -> np.ndarray:
+    """Bin floor((top - score) * scale), clipped to [0, total - 1] before the cast.
+
+    Clipping is monotone too: a score outside the range the statistics promised lands in an end
+    bin, still in rank order. Every step is one IEEE-754 operation, so the driver's
+    :func:`_linear_edges` reproduces the bins bit for bit.
+    """
+    slots = np.subtract(top, scores)
+    slots *= scale
+    np.clip(slots, 0.0, total - 1, out=slots)
+    return slots.astype(np.int64)
+
+
+#: Ordinals of +inf and -inf: every finite score's ordinal lies between them.
+_ORDINAL_TOP, _ORDINAL_BOTTOM = (int(o) for o in descending_ordinal(np.array([np.inf, -np.inf])))
+
+
+def _linear_edges(bins: np.ndarray, top: float, scale: float, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ordinal range [lo, hi] of the scores :func:`_linear_slots` puts in each of ``bins``.
+
+    The slot is a non-decreasing function of the ordinal, so the first ordinal of bin b is found
+    by bisection over the ordinals of +inf .. -inf (no NaN among them), vectorised over the
+    bins: 64 steps. The edge bins reach +inf and -inf, since clipping sends there any score
+    beyond the statistics' range.
+    """
+
+    def first_at_least(wanted: np.ndarray) -> np.ndarray:
+        lo = np.full(wanted.shape, _ORDINAL_TOP, dtype=np.uint64)
+        hi = np.full(wanted.shape, _ORDINAL_BOTTOM + 1, dtype=np.uint64)  # "none": past -inf
+        while (open_ := np.flatnonzero(lo < hi)).size:
+            mid = lo[open_] + (hi[open_] - lo[open_]) // np.uint64(2)  # <= the ordinal of -inf
+            with np.errstate(over="ignore"):  # probes near +-1e308: (top - score) * scale is +-inf, clipped
+                reached = _linear_slots(score_of_ordinal(mid), top, scale, total) >= wanted[open_]
+            hi[open_] = np.where(reached, mid, hi[open_])
+            lo[open_] = np.where(reached, lo[open_], mid + np.uint64(1))
+        return lo
+
+    bins = np.asarray(bins, dtype=np.int64)
+    return first_at_least(bins), first_at_least(bins + 1) - np.uint64(1)
+
+
 def _merge(*parts):
-    counts, smallest, largest = (array.copy() for array in parts[0])
-    for c, s, g in parts[1:]:
+    counts = parts[0][0].copy()
+    for c, _, _ in parts[1:]:
         counts += c
+    if parts[0][1] is None:  # equal score bins: counts only
+        return counts, None, None
+    smallest, largest = parts[0][1].copy(), parts[0][2].copy()
+    for _, s, g in parts[1:]:
         np.minimum(smallest, s, out=smallest)
         np.maximum(largest, g, out=largest)
     return counts, smallest, largest
@@ -219,7 +382,7 @@ def _histogram(client, partitions, fs, columns, bins: _Bins, names):
     return result
 
 
-def _extract_task(partition: Partition, fs, columns, extras, intervals, names: dict):
+def _extract_task(partition: Partition, fs, columns, extras, intervals: _IntervalTable, names: dict):
     key, score = columns
     locator = _Locator(intervals)
     display = names[partition.path]
@@ -230,7 +393,7 @@ def _extract_task(partition: Partition, fs, columns, extras, intervals, names: d
             table = read_group(parquet, index, [score, key], display=display)
             scores = scores_of(table, score, where)
             keys = keys_of(table, key, where)
-            found, _ = locator.locate(descending_ordinal(scores), keys)
+            found, _ = locator.locate(descending_ordinal(scores), keys, scores)
             hit = np.flatnonzero(found >= 0)
             if hit.size == 0:
                 continue
@@ -245,7 +408,8 @@ def _extract_task(partition: Partition, fs, columns, extras, intervals, names: d
 
 
 def select_positions(resource: Resource, positions, *, units=None, base: int = 0, client=None, extras=(),
-                     cap: int = DEFAULT_CAP, histogram_bins: int = DEFAULT_HISTOGRAM_BINS,
+                     cap: int = DEFAULT_CAP, max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                     histogram_bins: int = DEFAULT_HISTOGRAM_BINS,
                      partition_rows: int = DEFAULT_PARTITION_ROWS) -> pd.DataFrame:
     """Items at 0-based rank ``positions`` among the row groups ``units`` (all by default).
 
@@ -276,8 +440,13 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     else:
         first = _Interval(_SCORE, 0, 0, _FULL, base, rows)
 
-    def requested(iv: _Interval) -> int:
-        return int(np.searchsorted(targets, iv.start + iv.count) - np.searchsorted(targets, iv.start))
+    score_buckets = _linear_bins(stats, 1 << _IntervalSet.TABLE_BITS)
+
+    def requested(intervals: list[_Interval]) -> list[int]:
+        """Requested ranks in each interval."""
+        starts = np.array([iv.start for iv in intervals], dtype=np.int64)
+        ends = starts + np.array([iv.count for iv in intervals], dtype=np.int64)
+        return (np.searchsorted(targets, ends) - np.searchsorted(targets, starts)).tolist()
 
     final: list[_Interval] = []
     pending = [first]
@@ -286,12 +455,12 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     score_bytes = resource.bytes_of(scope, [resource.score])
     key_bytes = resource.bytes_of(scope, [resource.key])
     while pending:
+        # Every pending interval holds a requested rank (it is the bin of one).
+        # Few enough candidates in all: extract them now rather than pay for another pass.
+        small = passes > 0 and sum(iv.count for iv in pending) + sum(iv.count for iv in final) <= max_candidates
         refine = []
-        for iv in pending:
-            wanted = requested(iv)
-            if wanted == 0:
-                continue
-            if iv.count <= cap or wanted == iv.count:
+        for iv, wanted in zip(pending, requested(pending)):
+            if iv.count <= cap or wanted == iv.count or small:
                 final.append(iv)
             elif iv.lo == iv.hi and iv.level == _SCORE:
                 # A run of more than `cap` tied scores: select inside it by key hash.
@@ -302,20 +471,27 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
                 refine.append(iv)
         if not refine:
             break
-        bits = int(np.clip(np.floor(np.log2(histogram_bins / len(refine))), 4, 24))
-        shifts, offsets, total = [], [], 0
-        for iv in refine:
-            shift = max(0, (iv.hi - iv.lo).bit_length() - bits)
-            shifts.append(shift)
-            offsets.append(total)
-            total += ((iv.hi - iv.lo) >> shift) + 1
-        bins = _Bins(tuple(refine), tuple(shifts), tuple(offsets), total)
+        linear = _linear_bins(stats, histogram_bins) if refine == [first] else None
+        if linear is not None:
+            zero = np.zeros(1, dtype=np.int64)
+            bins = _Bins(_IntervalTable.of([first]), zero.astype(np.uint64), zero, histogram_bins, linear)
+            sizes = [histogram_bins]
+        else:
+            bits = int(np.clip(np.floor(np.log2(histogram_bins / len(refine))), 4, 24))
+            shifts, offsets, sizes, total = [], [], [], 0
+            for iv in refine:
+                shift = max(0, (iv.hi - iv.lo).bit_length() - bits)
+                shifts.append(shift)
+                offsets.append(total)
+                sizes.append(((iv.hi - iv.lo) >> shift) + 1)
+                total += sizes[-1]
+            bins = _Bins(_IntervalTable.of(refine, score_buckets), np.array(shifts, dtype=np.uint64),
+                         np.array(offsets, dtype=np.int64), total)
         counts, smallest, largest = _histogram(client, partitions, resource.fs, columns, bins, names)
         passes += 1
         bytes_read += score_bytes + (key_bytes if any(iv.level == _HASH for iv in refine) else 0)
         pending = []
-        for iv, shift, offset in zip(refine, shifts, offsets):
-            nbins = ((iv.hi - iv.lo) >> shift) + 1
+        for iv, offset, nbins in zip(refine, bins.offsets.tolist(), sizes):
             h = counts[offset:offset + nbins]
             if int(h.sum()) != iv.count:
                 raise DataError(
@@ -324,14 +500,19 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
                 )
             ends = np.cumsum(h)
             inside = targets[np.searchsorted(targets, iv.start):np.searchsorted(targets, iv.start + iv.count)]
-            for b in np.unique(np.searchsorted(ends, inside - iv.start, side="right")).tolist():
+            chosen = np.unique(np.searchsorted(ends, inside - iv.start, side="right"))
+            if linear is not None:
+                edge_lo, edge_hi = _linear_edges(chosen, *linear, nbins)
+            else:
                 # The bin, tightened to the values seen in it: a bin holding one distinct score
                 # becomes a run of ties at once, however wide the bin.
-                pending.append(_Interval(iv.level, iv.tie, int(smallest[offset + b]), int(largest[offset + b]),
-                                         iv.start + int(ends[b] - h[b]), int(h[b])))
+                edge_lo, edge_hi = smallest[offset + chosen], largest[offset + chosen]
+            for b, b_lo, b_hi in zip(chosen.tolist(), edge_lo.tolist(), edge_hi.tolist()):
+                pending.append(_Interval(iv.level, iv.tie, b_lo, b_hi, iv.start + int(ends[b] - h[b]), int(h[b])))
 
     final.sort(key=lambda iv: iv.start)
-    pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras, tuple(final), names)
+    pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras,
+                       _IntervalTable.of(final, score_buckets), names)
     bytes_read += score_bytes + key_bytes
     matched_groups = {}
     tables = []
@@ -372,7 +553,7 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
 
 
 def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: int = DEFAULT_CAP,
-                 histogram_bins: int = DEFAULT_HISTOGRAM_BINS, partition_rows: int = DEFAULT_PARTITION_ROWS) -> pd.DataFrame:
+                 max_candidates: int = DEFAULT_MAX_CANDIDATES, histogram_bins: int = DEFAULT_HISTOGRAM_BINS, partition_rows: int = DEFAULT_PARTITION_ROWS) -> pd.DataFrame:
     """Return the items at ``ranks`` of a resource in any order, without sorting it.
 
     Radix selection over (descending score, key hash, key): histogram passes narrow every
@@ -392,9 +573,12 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     cap : int, default=1024
         Stop narrowing an interval once it holds at most ``cap`` items (more passes, fewer
         candidates when smaller).
+    max_candidates : int, default=2**20
+        Stop narrowing every interval once they hold at most this many items in all: they are
+        then extracted in the next pass (0: narrow down to ``cap`` always).
     histogram_bins : int, default=2**18
         Bins per histogram pass, shared by the open intervals.
-    partition_rows : int, default=2**22
+    partition_rows : int, default=2**20
         Rows per Dask task (whole row groups).
 
     Returns
@@ -425,9 +609,11 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     positions = check_ranks(ranks, resource.n, owner=owner) - 1
     extras = extra_columns(resource, columns)
     cap = check_int(cap, name="cap", owner=owner, low=1)
+    max_candidates = check_int(max_candidates, name="max_candidates", owner=owner, low=0)
     histogram_bins = check_int(histogram_bins, name="histogram_bins", owner=owner, low=16, high=1 << 26)
     partition_rows = check_int(partition_rows, name="partition_rows", owner=owner, low=1)
     frame = select_positions(resource, positions, client=client, extras=extras, cap=cap,
+                             max_candidates=max_candidates,
                              histogram_bins=histogram_bins, partition_rows=partition_rows)
     check_labels(frame, resource.label, resource.url)
     return frame
@@ -473,7 +659,7 @@ def check_unique_keys(resource: Resource, *, client=None, max_slice_rows: int = 
         Run the passes on this cluster; default in-process.
     max_slice_rows : int, default=2**24
         Expected hashes per slice: ``ceil(n / max_slice_rows)`` passes over the key column.
-    partition_rows : int, default=2**22
+    partition_rows : int, default=2**20
         Rows per Dask task.
 
     Examples
