@@ -19,6 +19,7 @@ from prdist.dataflow.resource import (
     sorted_block_order,
     verify_order,
 )
+from prdist.dataflow.select import select_ranks
 from prdist.dataflow.storage import write_parquet
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import key_hash, rank_order
@@ -244,6 +245,31 @@ def test_extraction_reads_only_the_row_groups_that_hold_the_ranks(tmp_path):
     with_payload = extract_ranks(res, [3], columns=["payload"])
     assert with_payload.columns.tolist() == ["rank", "key", "score", "payload"]
     assert with_payload["payload"].iloc[0] == pq.read_table(root).column("payload")[2].as_py()
+
+
+def test_tasks_read_no_footer_again(tmp_path, dask_client):
+    # The footers open_resource read go with the tasks: with every footer's bytes spoilt after
+    # opening (same size), sorted extraction and unsorted selection still read the right rows.
+    n = 20_000
+    rng = np.random.default_rng(8)
+    keys = rng.permutation(n).astype(np.int64)
+    scores = rng.random(n)
+    order = np.argsort(-scores)
+    sorted_root = write_files(tmp_path / "s", {"key": keys[order], "score": scores[order]}, files=3, row_group_size=700)
+    shuffled_root = write_files(tmp_path / "u", {"key": keys, "score": scores}, files=3, row_group_size=700)
+    ranks = [1, 7, 9_999, 20_000]
+    resources = open_resource(sorted_root), open_resource(shuffled_root)
+    for root in (sorted_root, shuffled_root):
+        for name in os.listdir(root):
+            with open(os.path.join(root, name), "r+b") as fh:
+                fh.seek(-8, os.SEEK_END)
+                footer_length = int.from_bytes(fh.read(4), "little")
+                fh.seek(-8 - footer_length, os.SEEK_END)
+                fh.write(b"\0" * footer_length)
+    assert extract_ranks(resources[0], ranks, client=dask_client)["key"].tolist() == oracle(keys, scores, ranks).tolist()
+    assert select_ranks(resources[1], ranks, client=dask_client)["key"].tolist() == oracle(keys, scores, ranks).tolist()
+    with pytest.raises(DataError, match="not a readable Parquet file"):
+        open_resource(sorted_root)
 
 
 def test_a_tie_run_larger_than_a_block_goes_through_bounded_selection(tmp_path, dask_client):

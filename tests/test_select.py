@@ -186,11 +186,12 @@ def test_data_changing_between_passes_is_detected(tmp_path, monkeypatch):
         return counts
 
     monkeypatch.setattr(select, "_histogram", histogram_then_rewrite)
-    with pytest.raises(DataError, match="changed while it was being read"):
+    # Caught by the size of the file, or else by the counts of the next pass.
+    with pytest.raises(DataError, match="changed (while it was being read|after the resource was opened)"):
         select_ranks(res, np.arange(1, 2001), cap=8)  # as many row groups, fewer rows
     write_files(root, {"key": keys, "score": scores}, files=2, row_group_size=500)
     rewrites["row_group_size"] = 2000
-    with pytest.raises(DataError, match=r"part.0.parquet changed after the resource was opened: it has 1 row groups now"):
+    with pytest.raises(DataError, match=r"part.0.parquet changed after the resource was opened: it has"):
         select_ranks(open_resource(root), np.arange(1, 2001), cap=8)
 
 

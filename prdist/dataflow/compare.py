@@ -405,7 +405,7 @@ def _totals_task(partition: Partition, fs, key: str, score: str, spec: _WeightSp
     """Per row group of the partition: (Σ w, number of items with w > 0)."""
     display = names[partition.path]
     out = []
-    with open_parquet(fs, partition.path, display=display) as parquet:
+    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
         for index in partition.indices:
             _, _, w = _read_weighted(parquet, index, spec, key, score, display=display, with_keys=False, with_scores=False)
             out.append((float(w.sum()), int(np.count_nonzero(w))))
@@ -629,7 +629,7 @@ def _join_task(partition: Partition, fs, key: str, score: str, spec: _WeightSpec
     """
     display = names[partition.path]
     matched, pieces = [], [[] for _ in range(buckets)]
-    with open_parquet(fs, partition.path, display=display) as parquet:
+    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
         for index in partition.indices:
             keys, scores, w = _read_weighted(parquet, index, spec, key, score, display=display, with_keys=True, with_scores=True)
             hit = wanted.get_indexer(keys) >= 0

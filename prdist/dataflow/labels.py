@@ -218,7 +218,8 @@ def keys_missing_from(resource: str, keys, *, storage_options=None, key: str = "
     names = displays(opened)
     for part in opened.partitions():
         display = names[part.path]
-        for index, table in read_row_groups(opened.fs, part.path, part.indices, [key], display=display):
+        for index, table in read_row_groups(opened.fs, part.path, part.indices, [key], display=display,
+                                            footer=part.footer):
             held |= wanted.isin(normalise_keys(keys_of(table, key, f"{display} row group {index}")))
     return opened.url, wanted[~held].tolist()
 

@@ -52,6 +52,7 @@ from .storage import Location, redact, resolve, storage_errors
 
 __all__ = [
     "DEFAULT_PARTITION_ROWS",
+    "Footer",
     "OrderCheck",
     "Partition",
     "Resource",
@@ -99,6 +100,14 @@ class RowGroup:
         return sum(size for name, size in self.column_bytes if name in wanted)
 
 
+@dataclass(frozen=True, eq=False)
+class Footer:
+    """A file's footer as read when the resource was opened, and the file's size then."""
+
+    metadata: pq.FileMetaData
+    size: int
+
+
 @dataclass(frozen=True)
 class Partition:
     """A unit of Dask work: consecutive row groups of one file.
@@ -111,6 +120,10 @@ class Partition:
     indices: tuple[int, ...]
     units: tuple[int, ...]
     num_rows: int
+    #: The file's footer as read by open_resource, so that the task does not read it again (on
+    #: object storage a request, and with small row groups as many bytes as the row groups a
+    #: selection reads).
+    footer: Footer | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -149,6 +162,8 @@ class Resource:
     root: str = field(repr=False)
     fs: object = field(repr=False)
     storage_options: dict = field(default_factory=dict, repr=False)
+    #: Every file's :class:`Footer`, in file order: tasks open files with it.
+    footers: tuple[Footer, ...] = field(default=(), repr=False, compare=False)
 
     @functools.cached_property
     def offsets(self) -> np.ndarray:
@@ -218,6 +233,7 @@ class Resource:
                         indices=tuple(self.row_groups[u].index for u in current),
                         units=tuple(current),
                         num_rows=rows,
+                        footer=self.footer(first.file),
                     )
                 )
 
@@ -230,6 +246,10 @@ class Resource:
             rows += rg.num_rows
         flush()
         return tuple(parts)
+
+    def footer(self, file: int):
+        """The footer of file number ``file`` as read when the resource was opened, or None."""
+        return self.footers[file] if file < len(self.footers) else None
 
     def bytes_of(self, units, columns) -> int:
         """Compressed bytes of ``columns`` in the row groups ``units``."""
@@ -490,6 +510,7 @@ def open_resource(url, *, storage_options=None, key: str = "key", score: str = "
         root=root,
         fs=fs,
         storage_options=location.storage_options,
+        footers=tuple(Footer(metadata, int(entry.get("size") or -1)) for (_, entry), (metadata, _) in zip(listed, footers)),
     )
 
 
@@ -498,14 +519,23 @@ def open_resource(url, *, storage_options=None, key: str = "key", score: str = "
 
 
 @contextlib.contextmanager
-def open_parquet(fs, path: str, *, display: str):
-    """Open one Parquet file for reading row groups; errors name ``display``."""
+def open_parquet(fs, path: str, *, display: str, footer=None):
+    """Open one Parquet file for reading row groups; errors name ``display``.
+
+    ``footer``: the file's :class:`Footer` when already known (:attr:`Partition.footer`),
+    which spares reading it again, unless the file's size has changed since.
+    """
     is_local = isinstance(fs, LocalFileSystem)
     with storage_errors(display, action="read"):
         # No read-ahead on object stores: pyarrow asks for whole column chunks, each one range GET.
         with fs.open(path, "rb", **({} if is_local else {"cache_type": "none"})) as fh:
+            if footer is not None and footer.size >= 0 and getattr(fh, "size", footer.size) != footer.size:
+                raise DataError(
+                    f"{display} changed after the resource was opened: it has {fh.size} bytes now, "
+                    f"{footer.size} then. Open the resource again on data that stays put."
+                )
             try:
-                parquet = pq.ParquetFile(fh)
+                parquet = pq.ParquetFile(fh, metadata=None if footer is None else footer.metadata)
             except (pa.ArrowInvalid, pa.ArrowIOError) as exc:
                 raise corrupt_file_error(display, exc) from None
             yield parquet
@@ -524,9 +554,10 @@ def read_group(parquet, index: int, columns: Sequence[str], *, display: str) -> 
         raise corrupt_file_error(f"{display} (row group {index})", exc) from None
 
 
-def read_row_groups(fs, path: str, indices: Sequence[int], columns: Sequence[str], *, display: str) -> Iterator[tuple[int, pa.Table]]:
+def read_row_groups(fs, path: str, indices: Sequence[int], columns: Sequence[str], *, display: str,
+                    footer=None) -> Iterator[tuple[int, pa.Table]]:
     """Yield ``(index, table)`` for the row groups ``indices`` of one file, one at a time."""
-    with open_parquet(fs, path, display=display) as parquet:
+    with open_parquet(fs, path, display=display, footer=footer) as parquet:
         for index in indices:
             yield index, read_group(parquet, index, columns, display=display)
 
@@ -698,7 +729,8 @@ def _order_task(partition: Partition, fs, score: str, names: dict):
     """Per row group: (first score, last score, first row where the score rises, or None)."""
     out = []
     display = names[partition.path]
-    for index, table in read_row_groups(fs, partition.path, partition.indices, [score], display=display):
+    for index, table in read_row_groups(fs, partition.path, partition.indices, [score], display=display,
+                                        footer=partition.footer):
         values = scores_of(table, score, f"{display} row group {index}")
         rises = np.flatnonzero(np.diff(values) > 0)
         violation = None if rises.size == 0 else int(rises[0]) + 1
@@ -793,20 +825,22 @@ def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
     return blocks
 
 
-def _blocks_task(blocks, fs, key: str, score: str, extras: list[str], names: dict) -> list[pd.DataFrame]:
+def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict) -> list[pd.DataFrame]:
     """Read blocks of row groups whole, order each by rank, keep the wanted positions.
 
-    The blocks of one task mostly lie in one file, which is opened (its footer read) once for
-    all of them: on object storage a footer costs a request, and with small row groups its
-    bytes rival those of the row groups read.
+    The blocks of one task mostly lie in one file, which is opened once for all of them, with
+    the footer ``open_resource`` read (``footers``: path -> FileMetaData): on object storage a
+    footer costs a request, and with small row groups its bytes rival those of the row groups
+    read.
     """
+    blocks, footers = task
     frames = []
     with contextlib.ExitStack() as stack:
         opened: dict[str, pq.ParquetFile] = {}
 
         def parquet_of(path):
             if path not in opened:
-                opened[path] = stack.enter_context(open_parquet(fs, path, display=names[path]))
+                opened[path] = stack.enter_context(open_parquet(fs, path, display=names[path], footer=footers.get(path)))
             return opened[path]
 
         for refs, start, wanted in blocks:
@@ -935,7 +969,7 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
             by_file.setdefault(resource.row_groups[g0].file, []).append((refs, start, block_wanted))
             bytes_read += resource.bytes_of(range(g0, g1 + 1), read_columns)
             groups_read += g1 - g0 + 1
-        tasks = list(by_file.values())
+        tasks = [(blocks, _footers_of(resource, file)) for file, blocks in by_file.items()]
         for found in run_tasks(client, _blocks_task, tasks, resource.fs, resource.key, resource.score, extras,
                                displays(resource)):
             frames += found
@@ -957,6 +991,13 @@ def displays(resource: Resource) -> dict[str, str]:
     for number, path in enumerate(resource.files):
         out[path] = resource.url if path == resource.root else f"{resource.url.rstrip('/')}/{resource.relative_name(number)}"
     return out
+
+
+def _footers_of(resource: Resource, file: int) -> dict:
+    """path -> footer of file number ``file`` and of the next one (a block of a run of tied
+    scores may cross into it; a block crossing further reads the footers it lacks)."""
+    numbers = [f for f in (file, file + 1) if f < len(resource.files) and resource.footer(f) is not None]
+    return {resource.files[f]: resource.footer(f) for f in numbers}
 
 
 def _refs(resource: Resource, units) -> list[tuple[str, list[int]]]:

@@ -263,7 +263,7 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
         largest = np.zeros(bins.total, dtype=np.uint64)
     read = [score, key] if locator.needs_keys else [score]
     display = names[partition.path]
-    with open_parquet(fs, partition.path, display=display) as parquet:
+    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
         for index in partition.indices:
             where = f"{display} row group {index}"
             table = read_group(parquet, index, read, display=display)
@@ -387,7 +387,7 @@ def _extract_task(partition: Partition, fs, columns, extras, intervals: _Interva
     locator = _Locator(intervals)
     display = names[partition.path]
     pieces = []
-    with open_parquet(fs, partition.path, display=display) as parquet:
+    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
         for index in partition.indices:
             where = f"{display} row group {index}"
             table = read_group(parquet, index, [score, key], display=display)
@@ -626,7 +626,7 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
 def _hash_slice_task(partition: Partition, fs, key: str, lo: int, hi: int, names: dict) -> np.ndarray:
     display = names[partition.path]
     parts = []
-    with open_parquet(fs, partition.path, display=display) as parquet:
+    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
         for index in partition.indices:
             keys = keys_of(read_group(parquet, index, [key], display=display), key, f"{display} row group {index}")
             hashes = key_hash(keys)
@@ -637,7 +637,7 @@ def _hash_slice_task(partition: Partition, fs, key: str, lo: int, hi: int, names
 def _keys_with_hashes_task(partition: Partition, fs, key: str, wanted: np.ndarray, names: dict) -> np.ndarray:
     display = names[partition.path]
     parts = []
-    with open_parquet(fs, partition.path, display=display) as parquet:
+    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
         for index in partition.indices:
             keys = keys_of(read_group(parquet, index, [key], display=display), key, f"{display} row group {index}")
             parts.append(keys[np.isin(key_hash(keys), wanted)])
