@@ -6,7 +6,8 @@ Claims measured (in one run, on the same sample):
    resample of (score, label) pairs + ``sklearn.metrics.precision_recall_curve`` + interpolation
    onto the recall grid, then the same sup-norm quantile);
 2. its ``client=`` path is >= 1.8x faster on 2 Dask workers than on 1
-   (``LocalCluster(n_workers=1 or 2, threads_per_worker=1)``), with bit-identical bands.
+   (``LocalCluster(n_workers=1 or 2, threads_per_worker=1)``, configured as prdist's own local
+   clusters: ``prdist.dataflow.cluster.WORKER_MALLOC_CONFIG``), with bit-identical bands.
 
 Usage::
 
@@ -28,6 +29,7 @@ import os
 import statistics
 import time
 
+import dask
 import numpy as np
 import pandas as pd
 from distributed import Client, LocalCluster
@@ -35,6 +37,7 @@ from sklearn.metrics import precision_recall_curve
 
 from prdist import population
 from prdist.bootstrap import METHODS, bootstrap_bands, recall_grid, weighted_quantile
+from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
 
 
 def naive_loop_curves(scores, labels, beta, rng, replicates):
@@ -97,12 +100,13 @@ def main(argv=None):
     clocks = {name: Clock() for name in ["naive loop", *METHODS, "1 worker", "2 workers"]}
     naive_rng = np.random.default_rng(0)
     naive_curves, results = [], {}
-    clusters = {
-        workers: LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-        )
-        for workers in (1, 2)
-    }
+    with dask.config.set(WORKER_MALLOC_CONFIG):  # as prdist's own local clusters
+        clusters = {
+            workers: LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            )
+            for workers in (1, 2)
+        }
     clients = {workers: Client(cluster) for workers, cluster in clusters.items()}
     try:
         for client in clients.values():

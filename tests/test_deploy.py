@@ -689,3 +689,15 @@ def test_readme_prdist_commands_parse():
     assert {c[0] for c in commands} >= {"release", "synth"}
     for tokens in commands:
         build_parser().parse_args(tokens)  # raises InputError on an unknown option
+
+
+def test_image_dask_config_matches_the_local_clusters():
+    # deploy/dask.yaml (baked into the image) gives deployed workers the malloc thresholds
+    # prdist's own local clusters get; the two must not drift apart.
+    from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
+
+    config = yaml.safe_load((DEPLOY / "dask.yaml").read_text())
+    environ = config["distributed"]["nanny"]["pre-spawn-environ"]
+    expected = {key.rsplit(".", 1)[1]: value for key, value in WORKER_MALLOC_CONFIG.items()}
+    assert environ == expected
+    assert "COPY deploy/dask.yaml /etc/dask/dask.yaml" in (DEPLOY / "Dockerfile").read_text()
