@@ -27,6 +27,7 @@ Column types
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -742,13 +743,58 @@ def run_tasks(client, function, partitions, *args):
     """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process."""
     if client is None:
         return [function(p, *args) for p in partitions]
-    futures = client.map(function, partitions, *[[a] * len(partitions) for a in args], pure=False)
+    futures, shipped = map_partitions(client, function, partitions, *args)
     try:
         report_progress(futures, function.__name__.strip("_").replace("_task", "").replace("_", " "))
         return client.gather(futures)
     finally:
-        for future in futures:
+        for future in [*futures, *shipped]:
             future.release()
+
+
+def map_partitions(client, function, items, *args, **kwargs):
+    """``client.map`` of ``function(item, *args, **kwargs)`` over ``items``, footers sent once.
+
+    A :class:`Partition` carries its file's footer (kilobytes; half a megabyte with row groups of
+    2**11 rows), and a task graph with one copy per task grew to tens of megabytes. So each
+    distinct footer is scattered to the cluster once, and every task gets its partition and the
+    footer's future apart. Also for items ``(payload, {path: Footer})``. Returns (futures, the
+    scattered footers' futures): release both when done.
+    """
+    footers: dict[int, Footer] = {}
+    for item in items:
+        for footer in _footers_in(item):
+            footers.setdefault(id(footer), footer)
+    shipped = dict(zip(footers, client.scatter(list(footers.values()), hash=False))) if footers else {}
+    bare = [_without_footers(item, shipped) for item in items]
+    futures = client.map(_call_with_footers, [function] * len(bare), [b for b, _ in bare], [f for _, f in bare],
+                         *[[a] * len(bare) for a in args], pure=False, **kwargs)
+    return futures, list(shipped.values())
+
+
+def _footers_in(item) -> list:
+    if isinstance(item, Partition):
+        return [] if item.footer is None else [item.footer]
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
+        return [f for f in item[1].values() if isinstance(f, Footer)]
+    return []
+
+
+def _without_footers(item, shipped: dict):
+    """(item with its footers taken out, what replaces them: a future, a dict of futures or None)."""
+    if isinstance(item, Partition) and item.footer is not None:
+        return dataclasses.replace(item, footer=None), shipped[id(item.footer)]
+    if _footers_in(item):
+        return (item[0], None), {path: shipped[id(f)] for path, f in item[1].items()}
+    return item, None
+
+
+def _call_with_footers(function, item, footers, *args, **kwargs):
+    if isinstance(item, Partition) and footers is not None:
+        item = dataclasses.replace(item, footer=footers)
+    elif isinstance(item, tuple) and footers is not None:
+        item = (item[0], footers)
+    return function(item, *args, **kwargs)
 
 
 def verify_order(resource: Resource, *, full: bool = False, client=None) -> OrderCheck:

@@ -68,6 +68,7 @@ from .resource import (
     empty_result,
     extra_columns,
     keys_of,
+    map_partitions,
     open_parquet,
     rank_sort,
     read_group,
@@ -372,14 +373,16 @@ def _histogram(client, partitions, fs, columns, bins: _Bins, names):
             total = part if total is None else _merge(total, part)
         return total
     shared = client.scatter(bins, broadcast=True, hash=False)
-    futures = client.map(_histogram_task, partitions, fs=fs, columns=columns, bins=shared, names=names, pure=False)
-    report_progress(futures, "histogram")
-    while len(futures) > 1:
-        futures = [client.submit(_merge, *futures[i:i + 8], pure=False) for i in range(0, len(futures), 8)]
-    result = futures[0].result()
-    futures[0].release()
-    shared.release()
-    return result
+    futures, footers = map_partitions(client, _histogram_task, partitions, fs=fs, columns=columns, bins=shared,
+                                      names=names)
+    try:
+        report_progress(futures, "histogram")
+        while len(futures) > 1:
+            futures = [client.submit(_merge, *futures[i:i + 8], pure=False) for i in range(0, len(futures), 8)]
+        return futures[0].result()
+    finally:
+        for future in [*futures, *footers, shared]:
+            future.release()
 
 
 def _extract_task(partition: Partition, fs, columns, extras, intervals: _IntervalTable, names: dict):
