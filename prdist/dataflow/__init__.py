@@ -12,6 +12,7 @@
   (plan, extract, labels, estimate, bands, write), which ``flows/evaluate_release.py`` wires.
 - :mod:`~prdist.dataflow.compare`: several systems or releases sharing labels.
 - :mod:`~prdist.dataflow.synth`: synthetic resources with known truth.
+- :mod:`~prdist.dataflow.ranked`: a ranked copy of a resource (one Dask sort), for cheap reads.
 
 Every function takes an optional ``client`` (a ``distributed.Client``); without one the same
 tasks run in-process. The pure kernels they call live in the core modules of :mod:`prdist`.
@@ -19,6 +20,7 @@ tasks run in-process. The pure kernels they call live in the core modules of :mo
 
 from .resource import OrderCheck, Resource, extract_ranks, open_resource, verify_order
 from .labels import import_labels, keys_missing_from, lookup_labels
+from .ranked import write_ranked_copy
 from .select import check_unique_keys, select_ranks
 from .storage import AlreadyExists, StorageUnavailable, redact, redact_url, write_bytes_exclusive, write_parquet
 
@@ -38,5 +40,6 @@ __all__ = [
     "select_ranks",
     "verify_order",
     "write_bytes_exclusive",
+    "write_ranked_copy",
     "write_parquet",
 ]

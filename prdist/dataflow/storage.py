@@ -43,6 +43,7 @@ __all__ = [
     "AlreadyExists",
     "Location",
     "StorageUnavailable",
+    "dataset_publication",
     "filesystem",
     "join_url",
     "parse_storage_options",
@@ -496,6 +497,63 @@ def publish(location: Location, write: Callable, *, exclusive: bool) -> None:
             _publish_s3(location, write, exclusive=exclusive)
         else:
             _publish_other(location, write, exclusive=exclusive)
+
+
+@contextlib.contextmanager
+def dataset_publication(out: Location, names: list[str], marker: bytes | Callable[[], bytes], *, marker_name: str):
+    """Yield the directory to write the files ``names`` into; publish them when the block succeeds.
+
+    Local disk: a hidden sibling directory renamed to ``out`` at the end (atomic). Elsewhere: the
+    files go in place and the commit marker (``marker``, or what ``marker()`` returns once the
+    block has written the files, named ``marker_name``) is written last, create-only. On failure
+    the files are removed: nothing half-written stays behind.
+    """
+    fs, root = out.fs, out.path.rstrip("/")
+    with storage_errors(out, action="write"):
+        # Some object stores list a prefix's own "directory" object (key "prefix/"); it is empty.
+        taken = fs.exists(root) and (
+            fs.isfile(root) or any(p.rstrip("/") != root for p in fs.ls(root, detail=False))
+        )
+        if taken:
+            raise InputError(
+                f"The output {out.url} exists already. Choose a new output URL (--out), or delete "
+                "the old dataset first."
+            )
+    if out.is_local:
+        parent, name = posixpath.split(root)
+        target = resolve(posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.prdist-staging"))
+    else:
+        target = out  # object stores have no directories (and makedirs would create a bucket)
+    try:
+        if out.is_local:
+            with storage_errors(target, action="write"):
+                os.makedirs(target.path)
+        yield target
+        if callable(marker):
+            marker = marker()
+        if out.is_local:
+            write_bytes_exclusive(target.child(marker_name).path, marker)
+            try:
+                os.rename(target.path, root)  # replaces an empty directory, refuses a non-empty one
+            except OSError as exc:
+                raise InputError(
+                    f"The output {out.url} appeared while the resource was being written "
+                    f"({exc.strerror}). Choose a new output URL (--out)."
+                ) from None
+        else:
+            marker_url = out.fs.unstrip_protocol(out.child(marker_name).path)  # unredacted
+            write_bytes_exclusive(marker_url, marker, storage_options=out.storage_options)
+    except BaseException:
+        # Best effort: the error being raised is the one to report. On an object store only this
+        # write's file names are removed, never the prefix: it may hold another writer's files.
+        if out.is_local:
+            with contextlib.suppress(Exception):
+                target.fs.rm(target.path, recursive=True)
+        else:
+            for name in names:
+                with contextlib.suppress(Exception):
+                    target.fs.rm(target.child(name).path)
+        raise
 
 
 def write_bytes_exclusive(url, data, *, storage_options=None) -> None:

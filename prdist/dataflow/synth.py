@@ -54,7 +54,6 @@ create-only write, commits the dataset; readers that need completeness check for
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import posixpath
@@ -69,10 +68,10 @@ import pyarrow.parquet as pq
 
 from .. import population
 from .._validation import check_choice, check_int
-from ..errors import DataError, InputError, ParameterError
+from ..errors import DataError, ParameterError
 from ..ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
-from .storage import Location, publish, resolve, storage_errors, write_bytes_exclusive
+from .storage import Location, dataset_publication, publish, resolve, storage_errors
 
 __all__ = [
     "BLOCK_ROWS",
@@ -500,7 +499,7 @@ def write_synthetic(
     files = tuple((spec.name, spec.stop - spec.start) for spec in specs)
     marker = (json.dumps({**description, "files": [list(f) for f in files]}, indent=1, sort_keys=True) + "\n").encode()
 
-    with _publication(location, [spec.name for spec in specs], marker) as directory:
+    with dataset_publication(location, [spec.name for spec in specs], marker, marker_name=MARKER) as directory:
         args = (directory, metadata, row_group_size)
         if client is not None:
             # The model on every worker up front: each unpickles it once (and builds the quantile
@@ -553,60 +552,6 @@ def _partition_specs(model, *, n: int, order: str, seed: int, partitions: int) -
             )
         )
     return specs
-
-
-@contextlib.contextmanager
-def _publication(out: Location, names: list[str], marker: bytes):
-    """Yield the directory to write the files ``names`` into; publish them when the block succeeds.
-
-    Local disk: a hidden sibling directory renamed to ``out`` at the end (atomic). Elsewhere: the
-    files go in place and :data:`MARKER` is written last, create-only. On failure the files are
-    removed: nothing half-written stays behind.
-    """
-    fs, root = out.fs, out.path.rstrip("/")
-    with storage_errors(out, action="write"):
-        # Some object stores list a prefix's own "directory" object (key "prefix/"); it is empty.
-        taken = fs.exists(root) and (
-            fs.isfile(root) or any(p.rstrip("/") != root for p in fs.ls(root, detail=False))
-        )
-        if taken:
-            raise InputError(
-                f"The output {out.url} exists already. Choose a new output URL (--out), or delete "
-                "the old dataset first."
-            )
-    if out.is_local:
-        parent, name = posixpath.split(root)
-        target = resolve(posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.prdist-staging"))
-    else:
-        target = out  # object stores have no directories (and makedirs would create a bucket)
-    try:
-        if out.is_local:
-            with storage_errors(target, action="write"):
-                os.makedirs(target.path)
-        yield target
-        if out.is_local:
-            write_bytes_exclusive(target.child(MARKER).path, marker)
-            try:
-                os.rename(target.path, root)  # replaces an empty directory, refuses a non-empty one
-            except OSError as exc:
-                raise InputError(
-                    f"The output {out.url} appeared while the resource was being written "
-                    f"({exc.strerror}). Choose a new output URL (--out)."
-                ) from None
-        else:
-            marker_url = out.fs.unstrip_protocol(out.child(MARKER).path)  # unredacted
-            write_bytes_exclusive(marker_url, marker, storage_options=out.storage_options)
-    except BaseException:
-        # Best effort: the error being raised is the one to report. On an object store only this
-        # write's file names are removed, never the prefix: it may hold another writer's files.
-        if out.is_local:
-            with contextlib.suppress(Exception):
-                target.fs.rm(target.path, recursive=True)
-        else:
-            for name in names:
-                with contextlib.suppress(Exception):
-                    target.fs.rm(target.child(name).path)
-        raise
 
 
 def read_synth_metadata(url, *, storage_options=None) -> SyntheticResource:
