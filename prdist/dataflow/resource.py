@@ -767,8 +767,9 @@ def map_partitions(client, function, items, *args, **kwargs):
             footers.setdefault(id(footer), footer)
     shipped = dict(zip(footers, client.scatter(list(footers.values()), hash=False))) if footers else {}
     bare = [_without_footers(item, shipped) for item in items]
+    # Tasks named after the function, not the wrapper: the dashboard and logs show the step.
     futures = client.map(_call_with_footers, [function] * len(bare), [b for b, _ in bare], [f for _, f in bare],
-                         *[[a] * len(bare) for a in args], pure=False, **kwargs)
+                         *[[a] * len(bare) for a in args], key=function.__name__.strip("_"), pure=False, **kwargs)
     return futures, list(shipped.values())
 
 
