@@ -256,13 +256,14 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
     Equal score bins (``bins.linear``) are only counted: (counts, None, None).
     """
     key, score = columns
-    locator = _Locator(bins.intervals)
-    lo, shift, offset = bins.intervals.lo, bins.shifts, bins.offsets
     counts = np.zeros(bins.total, dtype=np.int64)
-    if bins.linear is None:
+    locator = None
+    if bins.linear is None:  # equal score bins hold every item: nothing to locate
+        locator = _Locator(bins.intervals)
+        lo, shift, offset = bins.intervals.lo, bins.shifts, bins.offsets
         smallest = np.full(bins.total, _FULL, dtype=np.uint64)
         largest = np.zeros(bins.total, dtype=np.uint64)
-    read = [score, key] if locator.needs_keys else [score]
+    read = [score, key] if locator is not None and locator.needs_keys else [score]
     display = names[partition.path]
     with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
         for index in partition.indices:
