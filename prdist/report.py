@@ -66,7 +66,7 @@ _INPUT_FIELDS = {
     "fingerprint": "fingerprint",
     "rows": "rows",
     "partitions": "partitions",
-    "sorted": "sorted by score",
+    "sorted": "row groups in descending score order (statistics; rows inside a group are ordered on read)",
 }
 _DIAGNOSTICS_SHOWN = {
     "precondition_holds",
@@ -701,7 +701,10 @@ def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mappi
 
     plausible = diagnostics.get("assumptions_plausible")
     if plausible is True:
-        verdict = '<p class="verdict ok">The labels show no evidence against the assumptions behind the bounds.</p>'
+        verdict = (
+            '<p class="verdict ok">The planned labels show no evidence against the assumptions behind the '
+            "bounds. They cannot show a break that falls between two planned windows.</p>"
+        )
     elif plausible is False:
         verdict = (
             '<p class="verdict warn">The labels show evidence against the assumptions behind the bounds: '
