@@ -635,6 +635,48 @@ def _cmd_release(args) -> int:
     return EXIT_OK
 
 
+def _add_history(sub) -> None:
+    parser = sub.add_parser(
+        "history",
+        help="precision across releases: bounds at fixed ranks, certain changes flagged",
+        description=(
+            "Read the committed PAULA runs under a runs root (manifests and plans only), group them "
+            "into series, and write history.parquet (one row per run and rank) and history.html "
+            "(the bounds at each rank across releases). A change is 'down' or 'up' only when it is "
+            "certain; confidence bounds split their error budget over the releases of a series, so "
+            "all flags of a series hold at once. Prints the output directory last."
+        ),
+    )
+    add = parser.add_argument
+    add("--runs", required=True, metavar="URL", help="root of the run directories (the --out of prdist run)")
+    add("--series", default=None, metavar="NAME", help="only this series (default: every series found)")
+    add("--ranks", default=None, metavar="R,R,...", help="ranks to follow (default: the latest run's guaranteed cut-offs and the powers of ten)")
+    add("--out", default=None, metavar="DIR", help="output directory (default: <runs>/_history)")
+    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    parser.set_defaults(handler=_cmd_history)
+
+
+def _cmd_history(args) -> int:
+    from .dataflow.history import write_history
+
+    ranks = None
+    if args.ranks is not None:
+        parts = args.ranks.split(",")
+        if not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+            raise InputError(f"--ranks must be ranks (whole numbers >= 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
+        ranks = sorted({int(p) for p in parts})
+    options = _json_object_option(args.storage_options, option="--storage-options")
+    out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
+    changed = table[table["change"] != ""]
+    print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
+          f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
+    for row in changed.itertuples():
+        print(f"  {row.series}: run {row.run_id} at rank {row.rank:,}: {row.change} "
+              f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
+    print(out)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="prdist",
@@ -653,6 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_labels(sub)
     _add_compare(sub)
     _add_release(sub)
+    _add_history(sub)
     return parser
 
 

@@ -1217,3 +1217,69 @@ def _document(title: str, body: str) -> str:
         '<footer>Made by prdist. Bounds are guaranteed under the stated assumptions; bands are '
         "statistical.</footer>\n</main>\n</body>\n</html>\n"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# History of a series of releases (prdist history)
+# --------------------------------------------------------------------------------------------
+_HISTORY_PLOTS = 8  # ranks plotted per series; every rank is in the tables and history.parquet
+
+
+def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
+    """The self-contained HTML page of ``prdist history``: per series, the bounds at each followed
+    rank across releases, the certain changes, and the runs with links to their reports.
+
+    ``history`` has the columns of ``history.parquet``; ``reports`` maps run ids to report URLs.
+    """
+    sections = [
+        "<header><h1>Precision across releases</h1><p>A change is marked only when it is certain: the "
+        "interval of a release lies wholly below (down) or above (up) the previous release's at that rank. "
+        "Confidence bounds split their error budget over the releases of a series, so every mark of a "
+        "series holds at once with the stated confidence.</p></header>"
+    ]
+    for number, (series, frame) in enumerate(history.groupby("series", sort=True)):
+        sections.append(_history_series(number, str(series), frame, reports))
+    return _document("prdist history", "\n".join(sections))
+
+
+def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapping[str, str]) -> str:
+    runs = list(dict.fromkeys(frame["run_id"]))
+    place = {run: k for k, run in enumerate(runs, start=1)}
+    parts = [f"<section><h2>Series {_esc(_redact_url(series))}</h2>"]
+    figures = []
+    for rank in sorted(frame["rank"].unique())[:_HISTORY_PLOTS]:
+        at = frame[frame["rank"] == rank]
+        x = at["run_id"].map(place).to_numpy(dtype=np.float64)
+        lo, hi = at["precision_lower"].to_numpy(dtype=np.float64), at["precision_upper"].to_numpy(dtype=np.float64)
+        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(runs), 1) + 0.5), y=_value_range(lo, hi),
+                     xlabel="release (in the order evaluated)", ylabel=f"precision at rank {int(rank):,}",
+                     description=f"bounds on the precision at rank {int(rank):,} across releases")
+        plot.band(x, lo, hi, fill="#9ecae1", opacity=0.6, label="guaranteed interval")
+        plot.line(x, lo, color="#3182bd", label="lower bound")
+        plot.line(x, hi, color="#08519c", dash="4 3", label="upper bound")
+        down = (at["change"] == "down").to_numpy()
+        if down.any():
+            plot.markers(x[down], hi[down], color="#cb181d", label="certain drop", radius=4)
+        up = (at["change"] == "up").to_numpy()
+        if up.any():
+            plot.markers(x[up], lo[up], color="#238b45", label="certain rise", radius=4)
+        figures.append(_figure(plot.svg(), f"Rank {int(rank):,}"))
+    parts += figures
+    changed = frame[frame["change"] != ""]
+    rows = [[_int(place[r.run_id]), _esc(r.run_id), _int(r.rank), _esc(r.change), _num(r.precision_lower), _num(r.precision_upper)]
+            for r in changed.itertuples()]
+    parts.append("<h3>Certain changes</h3>" + (_table(["release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 2, 4, 5))
+                                               if rows else "<p>None: every interval overlaps the previous release's.</p>"))
+    listing = frame.drop_duplicates("run_id")
+    rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(_redact_url(str(r.resource))), _int(r.n), _report_link(r.run_id, reports)]
+            for r in listing.itertuples()]
+    parts.append("<h3>Runs</h3>" + _table(["release", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
+    return "\n".join(parts) + "</section>"
+
+
+def _report_link(run_id: str, reports: Mapping[str, str]) -> str:
+    """A link to a run's report where a browser opens it (``file://``, ``http(s)://``), else its URL as text."""
+    url = str(reports.get(run_id, ""))
+    if url.startswith(("http://", "https://", "file://")):
+        return f'<a href="{_esc(url)}">{_esc(run_id)}</a>'
+    return _esc(f"{run_id} ({_redact_url(url)})")
