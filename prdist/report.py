@@ -453,6 +453,7 @@ class _Axis:
     start: float  # pixel of lo
     end: float  # pixel of hi
     log: bool = False
+    integer: bool = False  # ticks at whole numbers only (counts such as releases)
 
     def pixels(self, values) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
@@ -465,7 +466,7 @@ class _Axis:
     def ticks(self) -> tuple[list[tuple[float, str]], list[float]]:
         """Major ticks with labels, and unlabeled minor ticks."""
         if not self.log:
-            step = _nice_step(self.hi - self.lo, 6)
+            step = max(_nice_step(self.hi - self.lo, 6), 1.0) if self.integer else _nice_step(self.hi - self.lo, 6)
             first = math.ceil(self.lo / step - 1e-9)
             values = [k * step for k in range(first, int(math.floor(self.hi / step + 1e-9)) + 1)]
             return [(v, f"{v:.{_decimals(step)}f}") for v in values], []
@@ -508,6 +509,7 @@ class _Plot:
         x: tuple[float, float],
         y: tuple[float, float],
         xlog: bool = False,
+        xinteger: bool = False,
         xlabel: str,
         ylabel: str,
         description: str,
@@ -515,7 +517,7 @@ class _Plot:
         self.fig_id = fig_id
         x0, x1 = self.LEFT, self.WIDTH - self.RIGHT
         y0, y1 = self.HEIGHT - self.BOTTOM, self.TOP
-        self.x = _Axis(x[0], x[1], x0, x1, log=xlog)
+        self.x = _Axis(x[0], x[1], x0, x1, log=xlog, integer=xinteger)
         self.y = _Axis(y[0], y[1], y0, y1)
         self.xlabel, self.ylabel, self.description = xlabel, ylabel, description
         self.background: list[str] = []  # drawn under the grid lines
@@ -1251,7 +1253,7 @@ def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapp
         at = frame[frame["rank"] == rank]
         x = at["run_id"].map(place).to_numpy(dtype=np.float64)
         lo, hi = at["precision_lower"].to_numpy(dtype=np.float64), at["precision_upper"].to_numpy(dtype=np.float64)
-        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(runs), 1) + 0.5), y=_value_range(lo, hi),
+        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(runs), 1) + 0.5), xinteger=True, y=_value_range(lo, hi),
                      xlabel="release (in the order evaluated)", ylabel=f"precision at rank {int(rank):,}",
                      description=f"bounds on the precision at rank {int(rank):,} across releases")
         plot.band(x, lo, hi, fill="#9ecae1", opacity=0.6, label="guaranteed interval")
