@@ -53,7 +53,7 @@ from distributed import Client, LocalCluster
 
 from prdist import population
 from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
-from prdist.dataflow.resource import open_resource
+from prdist.dataflow import open_resource
 from prdist.dataflow.select import select_ranks
 from prdist.dataflow.synth import MARKER, write_synthetic
 from prdist.plan import plan_paula

@@ -1,7 +1,7 @@
 """Benchmark: bytes read to extract a PAULA plan from a sorted resource, against a full scan.
 
 Claim measured (in one run, the same files on local disk and on S3): on a resource sorted by
-descending score, ``prdist.dataflow.resource.extract_ranks`` reads only the row groups that hold
+descending score, ``prdist.dataflow.extract.extract_ranks`` reads only the row groups that hold
 the ranks of a PAULA plan (eps 0.03, window 100) — the goal is under 1 % of the resource's bytes
 at n = 1e8 — where the obvious way, ``dask.dataframe.read_parquet`` of the key, score and label
 columns with the same ranks taken by position (one pass, one partition per file), reads all of
@@ -68,7 +68,7 @@ from distributed import Client, LocalCluster
 
 from prdist import population
 from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
-from prdist.dataflow.resource import extract_ranks, open_resource
+from prdist.dataflow import extract_ranks, open_resource
 from prdist.dataflow.synth import write_synthetic
 from prdist.plan import plan_paula
 

@@ -48,7 +48,7 @@ from scipy import stats
 
 from ._validation import as_label_array, check_choice, check_float, check_int
 from .errors import AwaitingLabels, DataError, ParameterError
-from .ranking import _normalise_keys, rank_order
+from .ranking import as_key_array, rank_order
 
 __all__ = [
     "SamplingDistribution",
@@ -80,7 +80,7 @@ def _key_index(keys) -> pd.Index:
     pandas would otherwise convert object arrays of str to its Arrow string dtype and convert
     every lookup target again, which dominates the cost of repeated draws.
     """
-    keys = _normalise_keys(keys)
+    keys = as_key_array(keys)
     return pd.Index(keys, dtype=keys.dtype)
 
 
@@ -174,7 +174,7 @@ class SamplingDistribution:
         """
         owner = "SamplingDistribution.probabilities"
         s = np.asarray(scores, dtype=np.float64)
-        k = _normalise_keys(keys)
+        k = as_key_array(keys)
         if s.ndim != 1 or s.shape != k.shape or s.size == 0:
             raise DataError(
                 f"{owner} needs non-empty 1-d scores and keys of one length; got shapes "
@@ -239,7 +239,7 @@ class SystemOutput:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError(f"A system name must be a non-empty str. Got {self.name!r} instead.")
-        keys = _normalise_keys(self.keys)
+        keys = as_key_array(self.keys)
         p = np.asarray(self.probabilities, dtype=np.float64)
         if keys.ndim != 1 or keys.shape != p.shape or keys.size == 0:
             raise DataError(
@@ -285,7 +285,7 @@ class SystemOutput:
 
     def probability_of(self, keys) -> np.ndarray:
         """Return p_i(x) for arbitrary keys: 0 for keys outside the output."""
-        pos = self._index.get_indexer(_normalise_keys(keys))
+        pos = self._index.get_indexer(as_key_array(keys))
         return np.where(pos >= 0, self.probabilities[pos], 0.0)
 
 
@@ -362,7 +362,7 @@ class JointSample:
         m = len(systems)
         if m == 0 or len(set(systems)) != m:
             raise ParameterError(f"{owner} needs at least one system and unique system names.")
-        keys = _normalise_keys(self.keys)
+        keys = as_key_array(self.keys)
         u = keys.size
         p = np.asarray(self.probabilities, dtype=np.float64)
         c = np.asarray(self.counts)
@@ -435,7 +435,7 @@ class JointSample:
             )
         # An empty draw has no key type of its own (np.asarray([]) is float): take the system's.
         draws = [
-            _normalise_keys(d).ravel() if np.size(d) else s.keys[:0]
+            as_key_array(d).ravel() if np.size(d) else s.keys[:0]
             for s, d in zip(systems, draws)
         ]
         union = _key_index(np.concatenate(draws)).unique()
@@ -466,7 +466,7 @@ class JointSample:
         with different values, or differently from a label the sample already has, is an error.
         """
         owner = "JointSample.with_labels"
-        store_keys = _normalise_keys(keys)
+        store_keys = as_key_array(keys)
         values = as_label_array(labels, owner=owner)
         if store_keys.shape != values.shape:
             raise DataError(
@@ -852,7 +852,7 @@ def pool_membership(keys, systems) -> np.ndarray:
     [True, False]
     """
     systems = _check_systems(systems, owner="pool_membership")
-    keys = _normalise_keys(keys)
+    keys = as_key_array(keys)
     return np.logical_or.reduce([s.probability_of(keys) > 0 for s in systems])
 
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prdist.dataflow.ranked import MARKER, write_ranked_copy
-from prdist.dataflow.resource import extract_ranks, open_resource
+from prdist.dataflow import extract_ranks, open_resource
 from prdist.dataflow.select import select_ranks
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order

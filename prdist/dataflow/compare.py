@@ -94,21 +94,20 @@ from ..importance import (
     estimate_precision,
     estimate_recall,
 )
-from ..ranking import key_hash
+from ..ranking import descending_ordinal, key_hash
 from .artifacts import RunDirectory, RunOutcome, run_id
 from .labels import export_annotation_task, lookup_labels, normalise_keys, read_label_file
-from .resource import (
+from .executor import run_tasks
+from .extract import extract_ranks
+from .parquet import (
     DEFAULT_PARTITION_ROWS,
     Partition,
     Resource,
-    descending_ordinal,
     displays,
-    extract_ranks,
     keys_of,
     open_parquet,
     open_resource,
     read_group,
-    run_tasks,
     scores_of,
 )
 from .select import select_ranks

@@ -4,7 +4,7 @@ prdist never needs a sorted resource: :func:`prdist.dataflow.select.select_ranks
 items at the planned ranks of an unsorted one in two streaming passes. But a team that evaluates
 many plans, releases or systems against the same large resource can pay for one sort, and every
 later run then reads only the row groups that hold its ranks
-(:func:`prdist.dataflow.resource.extract_ranks`: well under 1 % of the bytes at 10^9 rows with
+(:func:`prdist.dataflow.extract.extract_ranks`: well under 1 % of the bytes at 10^9 rows with
 row groups of 2^14 rows, see benchmarks/README.md).
 
 :func:`write_ranked_copy` sorts with Dask (``sort_values`` on the rank order of
@@ -33,8 +33,8 @@ import pyarrow.parquet as pq
 
 from .._validation import check_int
 from ..errors import DataError, ParameterError
-from ..ranking import key_hash
-from .resource import Resource, descending_ordinal, open_resource
+from ..ranking import descending_ordinal, key_hash
+from .parquet import Resource, open_resource
 from .storage import Location, dataset_publication, publish, resolve
 
 __all__ = ["DEFAULT_RANKED_ROW_GROUP_ROWS", "MARKER", "write_ranked_copy"]
@@ -94,7 +94,7 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
     Parameters
     ----------
     resource : Resource
-        From :func:`prdist.dataflow.resource.open_resource`; sorted or not.
+        From :func:`prdist.dataflow.parquet.open_resource`; sorted or not.
     out : str
         Path or URL of the copy; must not exist yet.
     client : distributed.Client, optional
@@ -108,7 +108,7 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
     -------
     Resource
         The copy, opened: sorted by the statistics, the same N and columns, every planned rank
-        readable with :func:`prdist.dataflow.resource.extract_ranks`.
+        readable with :func:`prdist.dataflow.extract.extract_ranks`.
 
     Raises
     ------

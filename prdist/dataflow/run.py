@@ -20,7 +20,8 @@ from ..report import render_report
 from . import evaluate as ev
 from .artifacts import RunDirectory, RunOutcome, run_id
 from .labels import export_annotation_task
-from .resource import Resource, extract_ranks, open_resource
+from .extract import extract_ranks
+from .parquet import Resource, open_resource
 from .select import select_ranks
 from .storage import filesystem, write_parquet
 

@@ -5,7 +5,7 @@ key). :func:`select_ranks` finds the items at the requested ranks by *radix sele
 order, in streaming passes over the resource:
 
 1. Every score maps exactly to a 64-bit ordinal that ascends as the score descends
-   (:func:`prdist.dataflow.resource.descending_ordinal`). Each requested rank lies in an
+   (:func:`prdist.ranking.descending_ordinal`). Each requested rank lies in an
    interval of ordinals with a known count of items before it; at first one interval holds
    everything (from the row-group statistics, without reading data).
 2. A histogram pass: every Dask task reads the score column of its row groups, one row group at
@@ -54,27 +54,23 @@ import pyarrow as pa
 
 from .._validation import check_int
 from ..errors import DataError
-from ..ranking import key_hash
+from ..ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
 from .progress import report_progress
-from .resource import (
+from .executor import map_partitions, run_tasks
+from .parquet import (
     DEFAULT_PARTITION_ROWS,
     Partition,
     Resource,
     check_labels,
     check_ranks,
     check_unique,
-    descending_ordinal,
     displays,
     empty_result,
     extra_columns,
     keys_of,
-    map_partitions,
     open_parquet,
-    rank_sort,
     read_group,
-    score_of_ordinal,
     result_frame,
-    run_tasks,
     scores_of,
 )
 
@@ -419,7 +415,7 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
 
     The rows of ``units`` must hold exactly the ranks ``base+1 .. base+rows`` of the resource:
     all of it, or a block of a sorted resource bounded by strict score drops (which is how
-    :func:`prdist.dataflow.resource.extract_ranks` resolves a huge run of tied scores).
+    :func:`prdist.dataflow.extract.extract_ranks` resolves a huge run of tied scores).
     ``positions`` is sorted, distinct and inside that range. See :func:`select_ranks`.
     """
     scope = list(range(len(resource.row_groups)) if units is None else units)
@@ -567,7 +563,7 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     Parameters
     ----------
     resource : Resource
-        From :func:`prdist.dataflow.resource.open_resource`; sorted or not.
+        From :func:`prdist.dataflow.parquet.open_resource`; sorted or not.
     ranks : array-like of int
         1-based ranks in [1, n]; duplicates are ignored.
     client : distributed.Client, optional
@@ -603,7 +599,7 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     Examples
     --------
     >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> from prdist.dataflow.resource import open_resource
+    >>> from prdist.dataflow.parquet import open_resource
     >>> d = tempfile.mkdtemp()
     >>> pq.write_table(pa.table({"key": [1, 2, 3, 4], "score": [0.2, 0.9, 0.5, 0.7]}), os.path.join(d, "a.parquet"))
     >>> select_ranks(open_resource(d), [1, 2])[["rank", "key"]].to_numpy().tolist()
@@ -669,7 +665,7 @@ def check_unique_keys(resource: Resource, *, client=None, max_slice_rows: int = 
     Examples
     --------
     >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> from prdist.dataflow.resource import open_resource
+    >>> from prdist.dataflow.parquet import open_resource
     >>> d = tempfile.mkdtemp()
     >>> pq.write_table(pa.table({"key": ["a", "b", "a"], "score": [0.2, 0.9, 0.5]}), os.path.join(d, "a.parquet"))
     >>> try:

@@ -7,13 +7,25 @@ order is the storage order a sorted resource is sorted in.
 
 Opening reads only the Parquet footers: row counts, the schema and the score column's min/max
 statistics of every row group. Those statistics verify a claim of descending order cheaply and
-map ranks to row groups, so :func:`extract_ranks` reads only the row groups that hold the
-requested ranks.
+map ranks to row groups, so :func:`prdist.dataflow.extract.extract_ranks` reads only the row
+groups that hold the requested ranks.
 
 Rank order (:mod:`prdist.ranking`) is descending score, ties broken by the 64-bit hash of the
-key, then by the key. A resource sorted by score is therefore in rank order except inside runs of
-equal scores; :func:`extract_ranks` resolves such a run by reading it whole and ordering it by
-(key hash, key), even when it spans row groups and files.
+key, then by the key.
+
+DESIGN (like the ``Engine`` split of dask's ``dataframe/io/parquet``):
+
+- runs once, in the user's session: :func:`open_resource` (list the files, read every footer
+  on a thread pool, validate the schema, build the :class:`Resource` model and its fingerprint)
+  and the checks of parameters (:func:`check_ranks`, :func:`extra_columns`);
+- runs many times, inside tasks: the readers (:func:`open_parquet`, :func:`read_group`,
+  :func:`read_row_groups`, :func:`scores_of`, :func:`keys_of`). A task gets a
+  :class:`Partition` (consecutive row groups of one file, with the footer read at opening, sent
+  to the cluster once by :mod:`prdist.dataflow.executor`) and never sees the engine.
+
+Steps built on this module: :mod:`~prdist.dataflow.order` (verify a claim of sorted order),
+:mod:`~prdist.dataflow.extract` (ranks of a sorted resource), :mod:`~prdist.dataflow.select`
+(ranks of an unsorted one).
 
 Column types
 ------------
@@ -27,7 +39,6 @@ Column types
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import json
@@ -45,10 +56,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
-from .._validation import check_int
 from ..errors import DataError, InputError, ParameterError
-from ..ranking import key_hash
-from .progress import report_progress
 from .storage import Location, redact, resolve, storage_errors
 
 __all__ = [
@@ -58,9 +66,22 @@ __all__ = [
     "Partition",
     "Resource",
     "RowGroup",
-    "extract_ranks",
+    "check_labels",
+    "check_ranks",
+    "check_unique",
+    "displays",
+    "empty_result",
+    "extra_columns",
+    "footers_of",
+    "keys_of",
+    "open_parquet",
     "open_resource",
-    "verify_order",
+    "order_from_statistics",
+    "read_group",
+    "read_row_groups",
+    "refs_of",
+    "result_frame",
+    "scores_of",
 ]
 
 #: Rows per Dask task when a pass maps over a resource. A task holds one row group at a time,
@@ -68,16 +89,7 @@ __all__ = [
 #: give tens of tasks from 10^7 rows up, enough to keep every worker busy to the end of a pass.
 DEFAULT_PARTITION_ROWS = 1 << 20
 
-#: :func:`extract_ranks` reads a block of row groups whole (one task, one local sort) up to this
-#: many rows; a larger block — a huge run of tied scores — goes through the bounded-memory
-#: selection of :mod:`prdist.dataflow.select` instead.
-DEFAULT_BLOCK_ROWS = 1 << 22
 
-_SIGN = np.uint64(1 << 63)
-
-
-# --------------------------------------------------------------------------------------------
-# Metadata
 
 
 @dataclass(frozen=True)
@@ -194,7 +206,7 @@ class Resource:
         ``full=True`` does. :func:`extract_ranks` needs exactly this claim, no more: it orders
         the rows it reads itself.
         """
-        return _order_from_statistics(self).sorted
+        return order_from_statistics(self).sorted
 
     def rank_ranges(self) -> pd.DataFrame:
         """One row per row group: file, row_group, num_rows, first_rank, last_rank, score_max, score_min.
@@ -591,41 +603,6 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
 
 
-def descending_ordinal(scores: np.ndarray) -> np.ndarray:
-    """Map float64 scores to uint64 so that ascending ordinals are descending scores.
-
-    Exact and order-preserving (IEEE-754 bit trick); -0.0 and 0.0 share an ordinal, as they
-    compare equal.
-
-    >>> descending_ordinal(np.array([1.0, -2.0, 0.0, -0.0, 3.0])).argsort(kind="stable").tolist()
-    [4, 0, 2, 3, 1]
-    """
-    bits = (np.asarray(scores, dtype=np.float64) + 0.0).view(np.uint64)  # + 0.0: -0.0 -> 0.0
-    # Ascending order: flip every bit of a negative score, only the sign bit of a positive one;
-    # the descending ordinal is its complement. The arithmetic shift gives the all-ones mask of
-    # the negatives without a branch, and every step runs in place on one temporary.
-    flip = (bits.view(np.int64) >> 63).view(np.uint64)
-    flip |= _SIGN
-    np.bitwise_xor(flip, bits, out=flip)
-    return np.invert(flip, out=flip)
-
-
-def score_of_ordinal(ordinals: np.ndarray) -> np.ndarray:
-    """The float64 score of each descending ordinal: the inverse of :func:`descending_ordinal`.
-
-    >>> score_of_ordinal(descending_ordinal(np.array([1.5, -2.0, 0.0, -np.inf]))).tolist()
-    [1.5, -2.0, 0.0, -inf]
-    """
-    ascending = ~np.asarray(ordinals, dtype=np.uint64)
-    positive = (ascending & _SIGN) != 0
-    return np.where(positive, ascending ^ _SIGN, ~ascending).view(np.float64)
-
-
-def rank_sort(ordinals: np.ndarray, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Permutation putting rows in rank order: ordinal, then key hash, then key."""
-    return np.lexsort((keys, hashes, ordinals))
-
-
 def check_unique(keys: np.ndarray, where: str) -> None:
     """Raise DataError naming an example when ``keys`` holds a duplicate."""
     duplicated = pd.Series(keys).duplicated(keep=False).to_numpy()
@@ -705,11 +682,8 @@ def result_frame(positions: np.ndarray, keys: np.ndarray, scores: np.ndarray, ex
     return frame
 
 
-# --------------------------------------------------------------------------------------------
-# Order
-
-
-def _order_from_statistics(resource: Resource) -> OrderCheck:
+def order_from_statistics(resource: Resource) -> OrderCheck:
+    """The order claim row-group statistics make: every minimum >= the next maximum."""
     groups = resource.row_groups
     for g, rg in enumerate(groups):
         if not rg.has_score_range:
@@ -726,312 +700,6 @@ def _order_from_statistics(resource: Resource) -> OrderCheck:
     return OrderCheck(True, "statistics")
 
 
-def _order_task(partition: Partition, fs, score: str, names: dict):
-    """Per row group: (first score, last score, first row where the score rises, or None)."""
-    out = []
-    display = names[partition.path]
-    for index, table in read_row_groups(fs, partition.path, partition.indices, [score], display=display,
-                                        footer=partition.footer):
-        values = scores_of(table, score, f"{display} row group {index}")
-        rises = np.flatnonzero(np.diff(values) > 0)
-        violation = None if rises.size == 0 else int(rises[0]) + 1
-        out.append((float(values[0]), float(values[-1]), violation))
-    return out
-
-
-def run_tasks(client, function, partitions, *args):
-    """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process."""
-    if client is None:
-        return [function(p, *args) for p in partitions]
-    futures, shipped = map_partitions(client, function, partitions, *args)
-    try:
-        report_progress(futures, function.__name__.strip("_").replace("_task", "").replace("_", " "))
-        return client.gather(futures)
-    finally:
-        for future in [*futures, *shipped]:
-            future.release()
-
-
-def map_partitions(client, function, items, *args, **kwargs):
-    """``client.map`` of ``function(item, *args, **kwargs)`` over ``items``, footers sent once.
-
-    A :class:`Partition` carries its file's footer (kilobytes; half a megabyte with row groups of
-    2**11 rows), and a task graph with one copy per task grew to tens of megabytes. So each
-    distinct footer is scattered to the cluster once, and every task gets its partition and the
-    footer's future apart. Also for items ``(payload, {path: Footer})``. Returns (futures, the
-    scattered footers' futures): release both when done.
-    """
-    footers: dict[int, Footer] = {}
-    for item in items:
-        for footer in _footers_in(item):
-            footers.setdefault(id(footer), footer)
-    shipped = dict(zip(footers, client.scatter(list(footers.values()), hash=False))) if footers else {}
-    bare = [_without_footers(item, shipped) for item in items]
-    # Tasks named after the function, not the wrapper: the dashboard and logs show the step.
-    futures = client.map(_call_with_footers, [function] * len(bare), [b for b, _ in bare], [f for _, f in bare],
-                         *[[a] * len(bare) for a in args], key=function.__name__.strip("_"), pure=False, **kwargs)
-    return futures, list(shipped.values())
-
-
-def _footers_in(item) -> list:
-    if isinstance(item, Partition):
-        return [] if item.footer is None else [item.footer]
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
-        return [f for f in item[1].values() if isinstance(f, Footer)]
-    return []
-
-
-def _without_footers(item, shipped: dict):
-    """(item with its footers taken out, what replaces them: a future, a dict of futures or None)."""
-    if isinstance(item, Partition) and item.footer is not None:
-        return dataclasses.replace(item, footer=None), shipped[id(item.footer)]
-    if _footers_in(item):
-        return (item[0], None), {path: shipped[id(f)] for path, f in item[1].items()}
-    return item, None
-
-
-def _call_with_footers(function, item, footers, *args, **kwargs):
-    if isinstance(item, Partition) and footers is not None:
-        item = dataclasses.replace(item, footer=footers)
-    elif isinstance(item, tuple) and footers is not None:
-        item = (item[0], footers)
-    return function(item, *args, **kwargs)
-
-
-def verify_order(resource: Resource, *, full: bool = False, client=None) -> OrderCheck:
-    """Check that the resource is sorted by descending score.
-
-    Parameters
-    ----------
-    resource : Resource
-    full : bool, default=False
-        False: from row-group statistics only (no data read; every boundary between row groups
-        and files, not the order inside row groups). True: read every score, one Dask task per
-        partition, and check every pair of neighbouring rows (and finiteness on the way).
-    client : distributed.Client, optional
-        Cluster for the full check; default in-process.
-
-    Returns
-    -------
-    OrderCheck
-
-    Examples
-    --------
-    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> d = tempfile.mkdtemp()
-    >>> pq.write_table(pa.table({"key": [1, 2, 3], "score": [0.1, 0.5, 0.3]}), os.path.join(d, "a.parquet"))
-    >>> res = open_resource(d)
-    >>> res.is_sorted_claim()  # one row group: its statistics cannot see inside it
-    True
-    >>> verify_order(res, full=True)
-    OrderCheck(sorted=False, method='full', detail='a.parquet row group 0: the score rises at row 1')
-    """
-    if not full:
-        return _order_from_statistics(resource)
-    parts = resource.partitions()
-    results = run_tasks(client, _order_task, parts, resource.fs, resource.score, displays(resource))
-    previous = None
-    for part, per_group in zip(parts, results):
-        for unit, (first, last, violation) in zip(part.units, per_group):
-            rg = resource.row_groups[unit]
-            where = f"{resource.relative_name(rg.file)} row group {rg.index}"
-            if violation is not None:
-                return OrderCheck(False, "full", f"{where}: the score rises at row {violation}")
-            if previous is not None and previous[0] < first:
-                return OrderCheck(False, "full", f"{where} starts at score {first!r}, above the last score {previous[0]!r} of {previous[1]}")
-            previous = (last, where)
-    return OrderCheck(True, "full")
-
-
-# --------------------------------------------------------------------------------------------
-# Extraction from sorted input
-
-
-def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of row groups [g0, g1] that hold the requested positions and whole tie runs.
-
-    A block starts where the previous row group's minimum is strictly above its maximum (so no
-    tie run crosses the boundary) and likewise ends: its rows are a contiguous range of ranks.
-    """
-    groups = resource.row_groups
-    offsets = resource.offsets
-    hit = np.unique(np.searchsorted(offsets, positions, side="right") - 1)
-    blocks: list[tuple[int, int]] = []
-    for g in hit.tolist():
-        if blocks and g <= blocks[-1][1]:
-            continue
-        g0 = g
-        while g0 > 0 and groups[g0 - 1].score_min == groups[g0].score_max:
-            g0 -= 1
-        g1 = g
-        while g1 + 1 < len(groups) and groups[g1].score_min == groups[g1 + 1].score_max:
-            g1 += 1
-        if blocks and g0 <= blocks[-1][1]:
-            g0 = blocks.pop()[0]
-        blocks.append((g0, g1))
-    return blocks
-
-
-def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict) -> list[pd.DataFrame]:
-    """Read blocks of row groups whole, order each by rank, keep the wanted positions.
-
-    The blocks of one task mostly lie in one file, which is opened once for all of them, with
-    the footer ``open_resource`` read (``footers``: path -> FileMetaData): on object storage a
-    footer costs a request, and with small row groups its bytes rival those of the row groups
-    read.
-    """
-    blocks, footers = task
-    frames = []
-    with contextlib.ExitStack() as stack:
-        opened: dict[str, pq.ParquetFile] = {}
-
-        def parquet_of(path):
-            if path not in opened:
-                opened[path] = stack.enter_context(open_parquet(fs, path, display=names[path], footer=footers.get(path)))
-            return opened[path]
-
-        for refs, start, wanted in blocks:
-            key_parts, score_parts, extra_parts = [], [], []
-            for path, indices in refs:
-                display = names[path]
-                for index in indices:
-                    table = read_group(parquet_of(path), index, [key, score, *extras], display=display)
-                    where = f"{display} row group {index}"
-                    key_parts.append(keys_of(table, key, where))
-                    score_parts.append(scores_of(table, score, where))
-                    if extras:
-                        extra_parts.append(table.select(extras))
-            keys = np.concatenate(key_parts)
-            scores = np.concatenate(score_parts)
-            take = sorted_block_order(scores, keys)[wanted - start]
-            check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
-            extras_table = pa.concat_tables(extra_parts, promote_options="permissive").take(pa.array(take)) if extras else None
-            frames.append(result_frame(wanted, keys[take], scores[take], extras_table))
-    return frames
-
-
-def sorted_block_order(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Rank order of the rows of a block read from a sorted resource (see :func:`rank_sort`).
-
-    The rows are already in descending score order but for the order inside runs of tied
-    scores, which is by key hash: only the tied rows are hashed and sorted, not the block
-    (sorting whole blocks took two thirds of the time of a sorted extraction). A block that is
-    not in descending order inside (statistics only check the row-group boundaries) gets a full
-    sort, which is still right.
-
-    >>> sorted_block_order(np.array([3.0, 2.0, 2.0, 1.0]), np.array([7, 8, 9, 10])).tolist() in ([0, 1, 2, 3], [0, 2, 1, 3])
-    True
-    """
-    ordinals = descending_ordinal(scores)
-    before, after = ordinals[:-1], ordinals[1:]
-    if np.all(after > before):
-        return np.arange(scores.size)
-    if np.any(after < before):
-        return rank_sort(ordinals, key_hash(keys), keys)
-    same = after == before
-    tied = np.zeros(scores.size, dtype=bool)
-    tied[1:] |= same
-    tied[:-1] |= same
-    rows = np.flatnonzero(tied)
-    order = np.arange(scores.size)
-    order[rows] = rows[rank_sort(ordinals[rows], key_hash(keys[rows]), keys[rows])]
-    return order
-
-
-def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_block_rows: int = DEFAULT_BLOCK_ROWS) -> pd.DataFrame:
-    """Return the items at ``ranks`` of a resource sorted by descending score.
-
-    Reads only the row groups that hold the requested ranks, extended over any run of tied
-    scores that crosses their boundaries: inside such a run rank order is by key hash, so the
-    whole run is read and ordered by (key hash, key).
-
-    Parameters
-    ----------
-    resource : Resource
-        Must satisfy :meth:`Resource.is_sorted_claim` (row-group statistics in descending order).
-    ranks : array-like of int
-        1-based ranks in [1, n]; duplicates are ignored.
-    client : distributed.Client, optional
-        Read the blocks of row groups as tasks on this cluster; default in-process.
-    columns : list of str, optional
-        Extra columns to return. Default: the label column, if the resource has one.
-    max_block_rows : int, default=2**22
-        Largest block of row groups read whole by one task; a larger block (a run of tied scores
-        over many row groups) is resolved by :func:`prdist.dataflow.select.select_ranks`'s
-        bounded-memory selection restricted to that block.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``rank`` (int64), ``key``, ``score`` (float64), then ``columns``; one row per
-        distinct requested rank, in rank order. ``attrs["bytes_read"]`` holds the compressed
-        Parquet bytes read and ``attrs["row_groups_read"]`` the number of row groups read.
-
-    Raises
-    ------
-    DataError
-        The statistics do not show descending order (use ``select_ranks`` for unsorted input),
-        a key occurs twice among the rows read, or a score read is null or not finite.
-
-    Examples
-    --------
-    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> from prdist.ranking import rank_order
-    >>> d = tempfile.mkdtemp()
-    >>> scores = [0.9, 0.7, 0.7, 0.7, 0.2]
-    >>> pq.write_table(pa.table({"key": [10, 11, 12, 13, 14], "score": scores}), os.path.join(d, "a.parquet"), row_group_size=2)
-    >>> res = open_resource(d)
-    >>> extract_ranks(res, [2, 3, 4])["key"].tolist() == [[10, 11, 12, 13, 14][i] for i in rank_order(scores, [10, 11, 12, 13, 14])[1:4]]
-    True
-    """
-    from .select import select_positions  # select.py builds on this module
-
-    owner = "extract_ranks"
-    wanted = check_ranks(ranks, resource.n, owner=owner) - 1
-    extras = extra_columns(resource, columns)
-    max_block_rows = check_int(max_block_rows, name="max_block_rows", owner=owner, low=1)
-    check = _order_from_statistics(resource)
-    if not check.sorted:
-        raise DataError(
-            f"extract_ranks needs a resource sorted by descending score, and {resource.url} is not: "
-            f"{check.detail}. Use prdist.dataflow.select.select_ranks for unsorted input."
-        )
-    if wanted.size == 0:
-        return empty_result(resource, extras)
-    offsets = resource.offsets
-    direct, large = [], []
-    for g0, g1 in _blocks(resource, wanted):
-        start, stop = int(offsets[g0]), int(offsets[g1 + 1])
-        lo, hi = np.searchsorted(wanted, [start, stop])
-        block = (g0, g1, start, wanted[lo:hi])
-        (direct if stop - start <= max_block_rows else large).append(block)
-
-    read_columns = [resource.key, resource.score, *extras]
-    frames, bytes_read, groups_read = [], 0, 0
-    if direct:
-        # One task per file (the file of a block's first row group): each footer is read once.
-        by_file: dict[int, list] = {}
-        for g0, g1, start, block_wanted in direct:
-            refs = _refs(resource, range(g0, g1 + 1))
-            by_file.setdefault(resource.row_groups[g0].file, []).append((refs, start, block_wanted))
-            bytes_read += resource.bytes_of(range(g0, g1 + 1), read_columns)
-            groups_read += g1 - g0 + 1
-        tasks = [(blocks, _footers_of(resource, file)) for file, blocks in by_file.items()]
-        for found in run_tasks(client, _blocks_task, tasks, resource.fs, resource.key, resource.score, extras,
-                               displays(resource)):
-            frames += found
-    for g0, g1, start, block_wanted in large:
-        frame = select_positions(resource, block_wanted, units=range(g0, g1 + 1), base=start, client=client, extras=extras)
-        bytes_read += frame.attrs["bytes_read"]
-        groups_read += frame.attrs["row_groups_read"]
-        frames.append(frame)
-    result = pd.concat(frames, ignore_index=True).sort_values("rank", ignore_index=True)
-    check_unique(result["key"].to_numpy(), f"the rows extracted from {resource.url}")
-    check_labels(result, resource.label, resource.url)
-    result.attrs = {"bytes_read": int(bytes_read), "row_groups_read": int(groups_read)}
-    return result
-
-
 def displays(resource: Resource) -> dict[str, str]:
     """File path -> its printable (redacted) URL, for error messages raised inside tasks."""
     out = {}
@@ -1040,14 +708,14 @@ def displays(resource: Resource) -> dict[str, str]:
     return out
 
 
-def _footers_of(resource: Resource, file: int) -> dict:
+def footers_of(resource: Resource, file: int) -> dict:
     """path -> footer of file number ``file`` and of the next one (a block of a run of tied
     scores may cross into it; a block crossing further reads the footers it lacks)."""
     numbers = [f for f in (file, file + 1) if f < len(resource.files) and resource.footer(f) is not None]
     return {resource.files[f]: resource.footer(f) for f in numbers}
 
 
-def _refs(resource: Resource, units) -> list[tuple[str, list[int]]]:
+def refs_of(resource: Resource, units) -> list[tuple[str, list[int]]]:
     """Group row groups by file: [(path, [row-group index, ...]), ...] in storage order."""
     refs: list[tuple[str, list[int]]] = []
     for unit in units:
