@@ -423,86 +423,28 @@ def open_resource(url, *, storage_options=None, key: str = "key", score: str = "
     >>> res.n, len(res.files), res.is_sorted_claim()
     (3, 1, True)
     """
-    owner = "open_resource"
-    for name, value in (("key", key), ("score", score)):
-        if not isinstance(value, str) or not value:
-            raise ParameterError(f"The {name!r} parameter of {owner} must be a column name. Got {value!r} instead.")
-    if label is not None and (not isinstance(label, str) or not label):
-        raise ParameterError(f"The 'label' parameter of {owner} must be a column name or None. Got {label!r} instead.")
-    if len({key, score, label} - {None}) != 2 + (label is not None):
-        raise ParameterError(f"The key, score and label columns of {owner} must be distinct. Got {key!r}, {score!r}, {label!r}.")
+    _check_columns(key, score, label, owner="open_resource")
     location = resolve(url, storage_options=storage_options)
     listed = _list_files(location)
     root = location.path.rstrip("/") or location.path
-    fs = location.fs
     relatives = [posixpath.relpath(path, root) if path != root else posixpath.basename(path) for path, _ in listed]
     names = [location.url if path == root else location.child(relative).url for (path, _), relative in zip(listed, relatives)]
-    if len(listed) == 1:
-        footers = [_read_footer(fs, listed[0][0], names[0])]
-    else:
-        # Footers are small; on object stores the latency of one request per file dominates.
-        with ThreadPoolExecutor(max_workers=min(16, len(listed))) as pool:
-            footers = list(pool.map(lambda i: _read_footer(fs, listed[i][0], names[i]), range(len(listed))))
-
-    key_kind = None
-    schema = None
+    footers = _read_footers(location.fs, [path for path, _ in listed], names)
+    key_kind = schema = None
     row_groups: list[RowGroup] = []
     fingerprint_files = []
     for file_number, ((path, entry), (metadata, arrow_schema)) in enumerate(zip(listed, footers)):
-        relative, display = relatives[file_number], names[file_number]
-        kind = _validate_schema(arrow_schema, display, key=key, score=score, label=label)
+        kind = _validate_schema(arrow_schema, names[file_number], key=key, score=score, label=label)
         if key_kind is None:
             key_kind, schema = kind, arrow_schema
         elif kind != key_kind:
             raise DataError(
-                f"The files of {location.url} disagree on the key type: {display} has {kind} keys, "
+                f"The files of {location.url} disagree on the key type: {names[file_number]} has {kind} keys, "
                 f"earlier files {key_kind} keys. Write every file with one key type."
             )
-        column_index = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
-        score_j = column_index[score]
-        checked = [(key, column_index[key]), (score, score_j)] + ([(label, column_index[label])] if label else [])
-        groups_fp = []
-        for index in range(metadata.num_row_groups):
-            group = metadata.row_group(index)
-            if group.num_rows == 0:
-                continue
-            for name, j in checked:
-                stats = group.column(j).statistics
-                if stats is not None and stats.has_null_count and stats.null_count > 0:
-                    raise DataError(
-                        f"The {name!r} column of {display} holds {stats.null_count} null values (row "
-                        f"group {index}). Drop or repair those items first."
-                    )
-            stats = group.column(score_j).statistics
-            lo = hi = None
-            if stats is not None and stats.has_min_max:
-                lo, hi = _finite_or_none(stats.min), _finite_or_none(stats.max)
-                for value in (stats.min, stats.max):
-                    if isinstance(value, float) and math.isinf(value):
-                        raise DataError(
-                            f"The score column {score!r} of {display} holds an infinite score (row "
-                            f"group {index}). Scores must be finite: drop or repair those items first."
-                        )
-            if label:
-                label_stats = group.column(column_index[label]).statistics
-                if label_stats is not None and label_stats.has_min_max and (
-                    float(label_stats.min) < 0 or float(label_stats.max) > 1
-                ):
-                    raise DataError(
-                        f"The label column {label!r} of {display} holds values outside 0/1 (row group "
-                        f"{index}: min {label_stats.min}, max {label_stats.max}). Map labels to 0 and 1."
-                    )
-            sizes = tuple(
-                (group.column(j).path_in_schema, int(group.column(j).total_compressed_size))
-                for j in range(group.num_columns)
-            )
-            row_groups.append(RowGroup(file_number, index, int(group.num_rows), lo, hi, sizes))
-            groups_fp.append([int(group.num_rows), lo, hi])
-        tag = entry.get("ETag") or entry.get("etag") or entry.get("md5")
-        mtime = entry.get("mtime") or entry.get("LastModified") or entry.get("last_modified") or entry.get("updated")
-        fingerprint_files.append([relative, int(entry.get("size") or 0), None if tag is None else str(tag),
-                                  None if mtime is None else str(mtime), groups_fp])
-
+        groups = _row_groups(metadata, file_number, names[file_number], key=key, score=score, label=label)
+        row_groups += groups
+        fingerprint_files.append(_file_fingerprint(relatives[file_number], entry, groups))
     n = sum(rg.num_rows for rg in row_groups)
     if n == 0:
         raise DataError(f"The resource {location.url} holds no rows. Point the URL at a non-empty dataset.")
@@ -521,10 +463,87 @@ def open_resource(url, *, storage_options=None, key: str = "key", score: str = "
         fingerprint=digest,
         schema=schema,
         root=root,
-        fs=fs,
+        fs=location.fs,
         storage_options=location.storage_options,
         footers=tuple(Footer(metadata, int(entry.get("size") or -1)) for (_, entry), (metadata, _) in zip(listed, footers)),
     )
+
+
+def _check_columns(key, score, label, *, owner: str) -> None:
+    for name, value in (("key", key), ("score", score)):
+        if not isinstance(value, str) or not value:
+            raise ParameterError(f"The {name!r} parameter of {owner} must be a column name. Got {value!r} instead.")
+    if label is not None and (not isinstance(label, str) or not label):
+        raise ParameterError(f"The 'label' parameter of {owner} must be a column name or None. Got {label!r} instead.")
+    if len({key, score, label} - {None}) != 2 + (label is not None):
+        raise ParameterError(f"The key, score and label columns of {owner} must be distinct. Got {key!r}, {score!r}, {label!r}.")
+
+
+def _read_footers(fs, paths: list[str], names: list[str]) -> list[tuple[pq.FileMetaData, pa.Schema]]:
+    """Every file's (footer, Arrow schema), in file order."""
+    if len(paths) == 1:
+        return [_read_footer(fs, paths[0], names[0])]
+    # Footers are small; on object stores the latency of one request per file dominates.
+    with ThreadPoolExecutor(max_workers=min(16, len(paths))) as pool:
+        return list(pool.map(lambda i: _read_footer(fs, paths[i], names[i]), range(len(paths))))
+
+
+def _row_groups(metadata: pq.FileMetaData, file_number: int, display: str, *, key: str, score: str,
+                label: str | None) -> list[RowGroup]:
+    """The non-empty row groups of one file, their statistics checked (nulls, infinities, labels)."""
+    column_index = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
+    score_j = column_index[score]
+    checked = [(key, column_index[key]), (score, score_j)] + ([(label, column_index[label])] if label else [])
+    out = []
+    for index in range(metadata.num_row_groups):
+        group = metadata.row_group(index)
+        if group.num_rows == 0:
+            continue
+        for name, j in checked:
+            stats = group.column(j).statistics
+            if stats is not None and stats.has_null_count and stats.null_count > 0:
+                raise DataError(
+                    f"The {name!r} column of {display} holds {stats.null_count} null values (row "
+                    f"group {index}). Drop or repair those items first."
+                )
+        lo, hi = _score_range(group.column(score_j).statistics, display, score=score, index=index)
+        if label:
+            _check_label_range(group.column(column_index[label]).statistics, display, label=label, index=index)
+        sizes = tuple(
+            (group.column(j).path_in_schema, int(group.column(j).total_compressed_size))
+            for j in range(group.num_columns)
+        )
+        out.append(RowGroup(file_number, index, int(group.num_rows), lo, hi, sizes))
+    return out
+
+
+def _score_range(stats, display: str, *, score: str, index: int) -> tuple[float | None, float | None]:
+    """A row group's (min, max) score from its statistics; (None, None) without statistics."""
+    if stats is None or not stats.has_min_max:
+        return None, None
+    for value in (stats.min, stats.max):
+        if isinstance(value, float) and math.isinf(value):
+            raise DataError(
+                f"The score column {score!r} of {display} holds an infinite score (row "
+                f"group {index}). Scores must be finite: drop or repair those items first."
+            )
+    return _finite_or_none(stats.min), _finite_or_none(stats.max)
+
+
+def _check_label_range(stats, display: str, *, label: str, index: int) -> None:
+    if stats is not None and stats.has_min_max and (float(stats.min) < 0 or float(stats.max) > 1):
+        raise DataError(
+            f"The label column {label!r} of {display} holds values outside 0/1 (row group "
+            f"{index}: min {stats.min}, max {stats.max}). Map labels to 0 and 1."
+        )
+
+
+def _file_fingerprint(relative: str, entry: dict, groups: list[RowGroup]) -> list:
+    """What the fingerprint hashes of one file: path, size, ETag or mtime, row counts, score ranges."""
+    tag = entry.get("ETag") or entry.get("etag") or entry.get("md5")
+    mtime = entry.get("mtime") or entry.get("LastModified") or entry.get("last_modified") or entry.get("updated")
+    return [relative, int(entry.get("size") or 0), None if tag is None else str(tag),
+            None if mtime is None else str(mtime), [[rg.num_rows, rg.score_min, rg.score_max] for rg in groups]]
 
 
 # --------------------------------------------------------------------------------------------
