@@ -23,19 +23,59 @@ import dataclasses
 from .parquet import Footer, Partition
 from .progress import report_progress
 
-__all__ = ["map_partitions", "run_tasks"]
+__all__ = ["map_partitions", "map_reduce", "run_tasks"]
+
+#: How many partial results one merge task combines in :func:`map_reduce`'s tree.
+FAN_IN = 8
+
+
+def _label(function) -> str:
+    """The progress label of a step: ``_histogram_task`` -> "histogram"."""
+    return function.__name__.strip("_").replace("_task", "").replace("_", " ")
 
 
 def run_tasks(client, function, partitions, *args):
-    """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process."""
+    """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process.
+
+    Returns the results in the order of ``partitions``; the first failed task's exception is
+    raised (after every future is released).
+    """
     if client is None:
         return [function(p, *args) for p in partitions]
     futures, shipped = map_partitions(client, function, partitions, *args)
     try:
-        report_progress(futures, function.__name__.strip("_").replace("_task", "").replace("_", " "))
+        report_progress(futures, _label(function))
         return client.gather(futures)
     finally:
         for future in [*futures, *shipped]:
+            future.release()
+
+
+def map_reduce(client, function, merge, partitions, *, broadcast=None, **kwargs):
+    """``merge`` of ``function(partition, **kwargs, **broadcast)`` over every partition.
+
+    ``merge(*parts)`` must be associative and commutative in effect (counts, minima, maxima):
+    in-process the parts are folded one at a time, on a cluster merged in a tree of
+    :data:`FAN_IN` parts per task, so that no single task or the client holds them all.
+    ``broadcast``: keyword arguments every task shares (a table of intervals), sent to every
+    worker once.
+    """
+    broadcast = dict(broadcast or {})
+    if client is None:
+        total = None
+        for partition in partitions:
+            part = function(partition, **kwargs, **broadcast)
+            total = part if total is None else merge(total, part)
+        return total
+    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
+    futures, footers = map_partitions(client, function, partitions, **kwargs, **shared)
+    try:
+        report_progress(futures, _label(function))
+        while len(futures) > 1:
+            futures = [client.submit(merge, *futures[i:i + FAN_IN], pure=False) for i in range(0, len(futures), FAN_IN)]
+        return futures[0].result()
+    finally:
+        for future in [*futures, *footers, *shared.values()]:
             future.release()
 
 

@@ -55,8 +55,7 @@ import pyarrow as pa
 from .._validation import check_int
 from ..errors import DataError
 from ..ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
-from .progress import report_progress
-from .executor import map_partitions, run_tasks
+from .executor import map_reduce, run_tasks
 from .parquet import (
     DEFAULT_PARTITION_ROWS,
     Partition,
@@ -361,27 +360,6 @@ def _merge(*parts):
     return counts, smallest, largest
 
 
-def _histogram(client, partitions, fs, columns, bins: _Bins, names):
-    """Merge the per-task histograms: a tree reduction on the cluster, a running merge in-process."""
-    if client is None:
-        total = None
-        for partition in partitions:
-            part = _histogram_task(partition, fs, columns, bins, names)
-            total = part if total is None else _merge(total, part)
-        return total
-    shared = client.scatter(bins, broadcast=True, hash=False)
-    futures, footers = map_partitions(client, _histogram_task, partitions, fs=fs, columns=columns, bins=shared,
-                                      names=names)
-    try:
-        report_progress(futures, "histogram")
-        while len(futures) > 1:
-            futures = [client.submit(_merge, *futures[i:i + 8], pure=False) for i in range(0, len(futures), 8)]
-        return futures[0].result()
-    finally:
-        for future in [*futures, *footers, shared]:
-            future.release()
-
-
 def _extract_task(partition: Partition, fs, columns, extras, intervals: _IntervalTable, names: dict):
     key, score = columns
     locator = _Locator(intervals)
@@ -429,24 +407,9 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     partitions = resource.partitions(partition_rows, scope)
     names = displays(resource)
     columns = (resource.key, resource.score)
-    targets = positions
-
-    # Start from the statistics when every row group has them: fewer passes.
     stats = [resource.row_groups[u] for u in scope]
-    if all(rg.has_score_range for rg in stats):
-        top = descending_ordinal(np.array([max(rg.score_max for rg in stats)]))[0]
-        bottom = descending_ordinal(np.array([min(rg.score_min for rg in stats)]))[0]
-        first = _Interval(_SCORE, 0, int(top), int(bottom), base, rows)
-    else:
-        first = _Interval(_SCORE, 0, 0, _FULL, base, rows)
-
+    first = _first_interval(stats, base, rows)
     score_buckets = _linear_bins(stats, 1 << _IntervalSet.TABLE_BITS)
-
-    def requested(intervals: list[_Interval]) -> list[int]:
-        """Requested ranks in each interval."""
-        starts = np.array([iv.start for iv in intervals], dtype=np.int64)
-        ends = starts + np.array([iv.count for iv in intervals], dtype=np.int64)
-        return (np.searchsorted(targets, ends) - np.searchsorted(targets, starts)).tolist()
 
     final: list[_Interval] = []
     pending = [first]
@@ -455,65 +418,116 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     score_bytes = resource.bytes_of(scope, [resource.score])
     key_bytes = resource.bytes_of(scope, [resource.key])
     while pending:
-        # Every pending interval holds a requested rank (it is the bin of one).
         # Few enough candidates in all: extract them now rather than pay for another pass.
         small = passes > 0 and sum(iv.count for iv in pending) + sum(iv.count for iv in final) <= max_candidates
-        refine = []
-        for iv, wanted in zip(pending, requested(pending)):
-            if iv.count <= cap or wanted == iv.count or small:
-                final.append(iv)
-            elif iv.lo == iv.hi and iv.level == _SCORE:
-                # A run of more than `cap` tied scores: select inside it by key hash.
-                refine.append(_Interval(_HASH, iv.lo, 0, _FULL, iv.start, iv.count))
-            elif iv.lo == iv.hi:
-                final.append(iv)  # items sharing score and key hash: extracted whole, ordered by key
-            else:
-                refine.append(iv)
+        refine = _triage(pending, final, positions, cap=cap, small=small)
         if not refine:
             break
         linear = _linear_bins(stats, histogram_bins) if refine == [first] else None
-        if linear is not None:
-            zero = np.zeros(1, dtype=np.int64)
-            bins = _Bins(_IntervalTable.of([first]), zero.astype(np.uint64), zero, histogram_bins, linear)
-            sizes = [histogram_bins]
-        else:
-            bits = int(np.clip(np.floor(np.log2(histogram_bins / len(refine))), 4, 24))
-            shifts, offsets, sizes, total = [], [], [], 0
-            for iv in refine:
-                shift = max(0, (iv.hi - iv.lo).bit_length() - bits)
-                shifts.append(shift)
-                offsets.append(total)
-                sizes.append(((iv.hi - iv.lo) >> shift) + 1)
-                total += sizes[-1]
-            bins = _Bins(_IntervalTable.of(refine, score_buckets), np.array(shifts, dtype=np.uint64),
-                         np.array(offsets, dtype=np.int64), total)
-        counts, smallest, largest = _histogram(client, partitions, resource.fs, columns, bins, names)
+        bins, sizes = _bins_of(refine, first, linear, histogram_bins, score_buckets)
+        counts, smallest, largest = map_reduce(client, _histogram_task, _merge, partitions, fs=resource.fs,
+                                                columns=columns, names=names, broadcast={"bins": bins})
         passes += 1
         bytes_read += score_bytes + (key_bytes if any(iv.level == _HASH for iv in refine) else 0)
-        pending = []
-        for iv, offset, nbins in zip(refine, bins.offsets.tolist(), sizes):
-            h = counts[offset:offset + nbins]
-            if int(h.sum()) != iv.count:
-                raise DataError(
-                    f"{resource.url} changed while it was being read (a pass counted {int(h.sum())} "
-                    f"items where the one before counted {iv.count}). Run again on data that stays put."
-                )
-            ends = np.cumsum(h)
-            inside = targets[np.searchsorted(targets, iv.start):np.searchsorted(targets, iv.start + iv.count)]
-            chosen = np.unique(np.searchsorted(ends, inside - iv.start, side="right"))
-            if linear is not None:
-                edge_lo, edge_hi = _linear_edges(chosen, *linear, nbins)
-            else:
-                # The bin, tightened to the values seen in it: a bin holding one distinct score
-                # becomes a run of ties at once, however wide the bin.
-                edge_lo, edge_hi = smallest[offset + chosen], largest[offset + chosen]
-            for b, b_lo, b_hi in zip(chosen.tolist(), edge_lo.tolist(), edge_hi.tolist()):
-                pending.append(_Interval(iv.level, iv.tie, b_lo, b_hi, iv.start + int(ends[b] - h[b]), int(h[b])))
+        pending = _split(refine, bins.offsets.tolist(), sizes, counts, (smallest, largest), linear, positions,
+                         url=resource.url)
 
     final.sort(key=lambda iv: iv.start)
     pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras,
                        _IntervalTable.of(final, score_buckets), names)
     bytes_read += score_bytes + key_bytes
+    frame = _ranked_candidates(resource, partitions, pieces, final, positions, extras)
+    frame.attrs = {
+        "bytes_read": int(bytes_read) + frame.attrs["extra_bytes"],
+        "row_groups_read": len(scope),
+        "passes": passes + 1,
+        "candidates": int(sum(iv.count for iv in final)),
+        "intervals": len(final),
+    }
+    return frame
+
+
+def _first_interval(stats, base: int, rows: int) -> _Interval:
+    """The interval of every score; from the statistics when every row group has them (fewer passes)."""
+    if all(rg.has_score_range for rg in stats):
+        top = descending_ordinal(np.array([max(rg.score_max for rg in stats)]))[0]
+        bottom = descending_ordinal(np.array([min(rg.score_min for rg in stats)]))[0]
+        return _Interval(_SCORE, 0, int(top), int(bottom), base, rows)
+    return _Interval(_SCORE, 0, 0, _FULL, base, rows)
+
+
+def _requested(intervals: list[_Interval], targets: np.ndarray) -> list[int]:
+    """How many requested ranks each interval holds."""
+    starts = np.array([iv.start for iv in intervals], dtype=np.int64)
+    ends = starts + np.array([iv.count for iv in intervals], dtype=np.int64)
+    return (np.searchsorted(targets, ends) - np.searchsorted(targets, starts)).tolist()
+
+
+def _triage(pending, final: list, targets: np.ndarray, *, cap: int, small: bool) -> list[_Interval]:
+    """Move the intervals to extract as they are into ``final``; return those to refine."""
+    # Every pending interval holds a requested rank (it is the bin of one).
+    refine = []
+    for iv, wanted in zip(pending, _requested(pending, targets)):
+        if iv.count <= cap or wanted == iv.count or small:
+            final.append(iv)
+        elif iv.lo == iv.hi and iv.level == _SCORE:
+            # A run of more than `cap` tied scores: select inside it by key hash.
+            refine.append(_Interval(_HASH, iv.lo, 0, _FULL, iv.start, iv.count))
+        elif iv.lo == iv.hi:
+            final.append(iv)  # items sharing score and key hash: extracted whole, ordered by key
+        else:
+            refine.append(iv)
+    return refine
+
+
+def _bins_of(refine, first, linear, histogram_bins: int, score_buckets) -> tuple[_Bins, list[int]]:
+    """The bins of the next pass (linear in the score on the first pass when it can) and their sizes."""
+    if linear is not None:
+        zero = np.zeros(1, dtype=np.int64)
+        return _Bins(_IntervalTable.of([first]), zero.astype(np.uint64), zero, histogram_bins, linear), [histogram_bins]
+    bits = int(np.clip(np.floor(np.log2(histogram_bins / len(refine))), 4, 24))
+    shifts, offsets, sizes, total = [], [], [], 0
+    for iv in refine:
+        shift = max(0, (iv.hi - iv.lo).bit_length() - bits)
+        shifts.append(shift)
+        offsets.append(total)
+        sizes.append(((iv.hi - iv.lo) >> shift) + 1)
+        total += sizes[-1]
+    bins = _Bins(_IntervalTable.of(refine, score_buckets), np.array(shifts, dtype=np.uint64),
+                 np.array(offsets, dtype=np.int64), total)
+    return bins, sizes
+
+
+def _split(refine, offsets, sizes, counts, seen, linear, targets: np.ndarray, *, url: str) -> list[_Interval]:
+    """The bins of a pass that hold a requested rank, as the intervals of the next pass."""
+    smallest, largest = seen
+    pending = []
+    for iv, offset, nbins in zip(refine, offsets, sizes):
+        h = counts[offset:offset + nbins]
+        if int(h.sum()) != iv.count:
+            raise DataError(
+                f"{url} changed while it was being read (a pass counted {int(h.sum())} "
+                f"items where the one before counted {iv.count}). Run again on data that stays put."
+            )
+        ends = np.cumsum(h)
+        inside = targets[np.searchsorted(targets, iv.start):np.searchsorted(targets, iv.start + iv.count)]
+        chosen = np.unique(np.searchsorted(ends, inside - iv.start, side="right"))
+        if linear is not None:
+            edge_lo, edge_hi = _linear_edges(chosen, *linear, nbins)
+        else:
+            # The bin, tightened to the values seen in it: a bin holding one distinct score
+            # becomes a run of ties at once, however wide the bin.
+            edge_lo, edge_hi = smallest[offset + chosen], largest[offset + chosen]
+        for b, b_lo, b_hi in zip(chosen.tolist(), edge_lo.tolist(), edge_hi.tolist()):
+            pending.append(_Interval(iv.level, iv.tie, b_lo, b_hi, iv.start + int(ends[b] - h[b]), int(h[b])))
+    return pending
+
+
+def _ranked_candidates(resource: Resource, partitions, pieces, final, positions, extras) -> pd.DataFrame:
+    """Order the extracted candidates by rank and keep the requested positions.
+
+    ``attrs["extra_bytes"]``: the bytes of the extra columns read (the row groups that matched).
+    """
     matched_groups = {}
     tables = []
     for partition, found in zip(partitions, pieces):
@@ -521,8 +535,6 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
         for index, table in found:
             matched_groups[unit_of[index]] = True
             tables.append(table)
-    if extras:
-        bytes_read += resource.bytes_of(matched_groups, extras)
     candidates = pa.concat_tables(tables, promote_options="permissive") if tables else None
     expected = sum(iv.count for iv in final)
     if candidates is None or candidates.num_rows != expected:
@@ -542,13 +554,7 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     take = order[keep]
     extras_table = candidates.select(extras).take(pa.array(take)) if extras else None
     frame = result_frame(rank_of_sorted[keep], keys[take], scores[take], extras_table)
-    frame.attrs = {
-        "bytes_read": int(bytes_read),
-        "row_groups_read": len(scope),
-        "passes": passes + 1,
-        "candidates": int(expected),
-        "intervals": len(final),
-    }
+    frame.attrs = {"extra_bytes": resource.bytes_of(matched_groups, extras) if extras else 0}
     return frame
 
 
