@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import math
 import operator
-import platform
 import re
 import time
 from collections.abc import Mapping
@@ -80,7 +79,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .. import __version__
 from .._validation import check_choice, check_float, check_int
 from ..errors import DataError, InputError, ParameterError
 from ..importance import (
@@ -95,7 +93,7 @@ from ..importance import (
     estimate_recall,
 )
 from ..ranking import descending_ordinal, key_hash
-from .artifacts import RunDirectory, RunOutcome, run_id
+from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .labels import export_annotation_task, lookup_labels, normalise_keys, read_label_file
 from .executor import run_tasks
 from .extract import extract_ranks
@@ -1121,13 +1119,12 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     missing = labeled.missing
     if missing == 0 and frame is None:
         raise ParameterError("write_compare needs the estimates ('frame') of a fully labeled sample.")
-    labels_fp = run_id(np.nan_to_num(sample.labels, nan=-1).astype(np.int8).tobytes().hex())
+    labels_fp = labels_fingerprint(sample.labels)
     fingerprints = [[s.name, s.resource.fingerprint] for s in systems]
     exhaustive_fp = None if exhaustive is None else exhaustive.fingerprint
     run = RunDirectory(out, run_id("compare", fingerprints, params.to_dict(), exhaustive_fp, labels_fp), storage_options)
-    if run.is_committed():
-        manifest = run.read_manifest()
-        return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+    if (reused := committed_outcome(run)) is not None:
+        return reused
 
     run.write_table("sample.parquet", _sample_table(drawn, sample))
     task_url = None
@@ -1171,16 +1168,12 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
         "results": results,
         "diagnostics": diagnostics or {},
         "annotation_task": task_url,
-        "versions": {"prdist": __version__, "python": platform.python_version(), "numpy": np.__version__,
-                     "pandas": pd.__version__, "pyarrow": pa.__version__},
+        "versions": versions(),
         "timings": drawn.stats["seconds"],
         "bytes_read": drawn.stats["bytes_read"],
         "dask": {"join_tasks": drawn.stats["join_tasks"], "buckets": drawn.stats["buckets"]},
     }
-    committed = run.commit(manifest)
-    if not committed:  # a concurrent attempt of the same run committed first: its result stands
-        manifest = run.read_manifest()
-    return RunOutcome(run.url, manifest, missing, task_url, reused=not committed)
+    return commit_run(run, manifest, missing, task_url)
 
 
 def run_compare(systems, *, out: str, params: CompareParams, labels: str | None = None,
