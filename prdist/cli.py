@@ -476,9 +476,28 @@ def _add_compare(sub) -> None:
     parser.set_defaults(handler=_cmd_compare)
 
 
+def parse_system(text: str) -> tuple[str, str]:
+    """Split a ``NAME=URL`` system option into its name and URL.
+
+    Examples
+    --------
+    >>> parse_system("reverb=s3://bucket/reverb")
+    ('reverb', 's3://bucket/reverb')
+    """
+    name, sep, url = str(text).partition("=")
+    if not sep or not name or not url.strip():
+        raise InputError(
+            f"--system {text!r} is not NAME=URL. Write it like 'reverb=s3://bucket/systems/reverb'."
+        )
+    from .dataflow.compare_params import check_system_name
+
+    check_system_name(name)
+    return name, url
+
+
+
 def _cmd_compare(args) -> int:
     from ._validation import check_float, check_int
-    from .dataflow.compare import parse_system
     from .dataflow.storage import filesystem, join_url
 
     # Everything checkable without reading data is checked here, under the option names.

@@ -11,6 +11,9 @@ this module a plain function and the items to map it over; this module decides w
   cluster once, not embedded in every task.
 - :func:`run_tasks` maps, reports progress, gathers, and raises the first task's exception
   (``client.gather`` does), releasing every future either way.
+- :func:`map_reduce` merges the results in a tree (a histogram over every partition);
+  :func:`map_shuffle` hashes every task's output into buckets and reduces each bucket in one
+  task (the support shuffle of a comparison).
 
 Runs once, in the user's session: the wiring here (scatter, submit, gather). Runs many times,
 in tasks: the step's function and :func:`_call_with_footers`, which puts the footer back.
@@ -23,7 +26,7 @@ import dataclasses
 from .parquet import Footer, Partition
 from .progress import report_progress
 
-__all__ = ["map_partitions", "map_reduce", "run_tasks"]
+__all__ = ["map_partitions", "map_reduce", "map_shuffle", "run_tasks"]
 
 #: How many partial results one merge task combines in :func:`map_reduce`'s tree.
 FAN_IN = 8
@@ -77,6 +80,59 @@ def map_reduce(client, function, merge, partitions, *, broadcast=None, **kwargs)
     finally:
         for future in [*futures, *footers, *shared.values()]:
             future.release()
+
+
+def map_shuffle(client, groups, reduce, buckets: int, *, reduce_args=(), broadcast=None):
+    """Map, then shuffle by bucket: per-item results, and one reduction per bucket.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        None: in-process.
+    groups : sequence of (function, items, args)
+        ``function(item, *args, **broadcast)`` returns ``(result, pieces)``, ``pieces`` holding
+        one piece per bucket (None for an empty one).
+    reduce : callable
+        ``reduce(*reduce_args, *pieces_of_bucket_b)``, the pieces in the order of the items.
+    buckets : int
+    broadcast : dict, optional
+        Keyword arguments every task shares, sent to every worker once.
+
+    Returns
+    -------
+    results : list
+        Every item's result, groups in order.
+    reduced : list
+        One reduction per bucket.
+    """
+    broadcast = dict(broadcast or {})
+    if client is None:
+        outputs = [function(item, *args, **broadcast) for function, items, args in groups for item in items]
+        return [o[0] for o in outputs], [reduce(*reduce_args, *[o[1][b] for o in outputs]) for b in range(buckets)]
+    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
+    futures, footers = [], []
+    for function, items, args in groups:
+        mapped, shipped = map_partitions(client, function, items, *args, **shared)
+        futures += mapped
+        footers += shipped
+    results = [client.submit(_result, f, pure=False) for f in futures]
+    reduced = [
+        client.submit(reduce, *reduce_args, *[client.submit(_piece, f, b, pure=False) for f in futures], pure=False)
+        for b in range(buckets)
+    ]
+    try:
+        return client.gather(results), client.gather(reduced)
+    finally:
+        for future in [*futures, *results, *reduced, *footers, *shared.values()]:
+            future.release()
+
+
+def _result(output):
+    return output[0]
+
+
+def _piece(output, b: int):
+    return output[1][b]
 
 
 def map_partitions(client, function, items, *args, **kwargs):
