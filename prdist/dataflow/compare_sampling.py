@@ -224,10 +224,10 @@ def system_weights(system: System, distribution: SamplingDistribution, *, client
 
 def _draw_task(item, fs, key: str, score: str, spec: _WeightSpec, names: dict):
     """Read the row groups holding draws; return (draw ids, keys) of the drawn rows."""
-    path, groups = item
+    (path, groups), footers = item
     display = names[path]
     ids, keys = [], []
-    with open_parquet(fs, path, display=display) as parquet:
+    with open_parquet(fs, path, display=display, footer=footers.get(path)) as parquet:
         for index, draw_ids, targets in groups:
             group_keys, _, w = _read_weighted(parquet, index, spec, key, score, display=display, with_keys=True, with_scores=False)
             if spec.kind == UNIFORM:
@@ -292,11 +292,15 @@ def draw_items(system: System, weights: SystemWeights, size: int, rng: np.random
     groups = np.minimum(groups, np.flatnonzero(totals > 0)[-1])
     local = np.maximum(targets - prefix[groups], 0.0)
     by_file: dict[str, list] = {}
+    file_of = {}
     for g in np.unique(groups).tolist():
         rg = res.row_groups[g]
         chosen = np.flatnonzero(groups == g)
         by_file.setdefault(res.files[rg.file], []).append((rg.index, chosen, local[chosen]))
-    items = list(by_file.items())
+        file_of[res.files[rg.file]] = rg.file
+    # Each task gets the footer read at opening (shipped once by the executor), not a re-read.
+    items = [((path, groups), {path: res.footer(file_of[path])} if res.footer(file_of[path]) is not None else {})
+             for path, groups in by_file.items()]
     results = run_tasks(client, _draw_task, items, res.fs, res.key, res.score, weights.spec, displays(res))
     columns = [res.key] + ([] if weights.spec.kind == UNIFORM else [res.score])
     bytes_read = res.bytes_of(np.unique(groups).tolist(), columns)
