@@ -166,12 +166,19 @@ def _cmd_budget(args) -> int:
     }
     if args.json:
         _print_json(result)
-        return EXIT_OK
+    else:
+        _print_budget_table(result, plan)
+    return EXIT_OK
+
+
+def _print_budget_table(result: dict, plan) -> None:
+    """``prdist budget``'s table: every figure with what it means."""
 
     def text(key, fmt="{}"):
         return "n/a" if result[key] is None else fmt.format(result[key])
 
-    baseline = f"p_min {p_min:g}, delta {delta:g}"
+    n, window = result["n"], result["window"]
+    baseline = f"p_min {result['p_min']:g}, delta {result['delta']:g}"
     rows = [
         ("r_tilde", text("r_tilde"), "rank beyond which precision is assumed monotone"),
         ("l, L", f"{plan.l}, {plan.L}", "first and last grid index; g_j = ceil((1+eps)^j)"),
@@ -207,9 +214,8 @@ def _cmd_budget(args) -> int:
     for name, value, meaning in rows:
         print(f"  {name:<{name_width}}  {value:>{value_width}}  {meaning}")
     print(f"precondition met: {'yes' if plan.precondition_met else 'no'}")
-    for note in notes:
+    for note in result["notes"]:
         print(f"note: {note}")
-    return EXIT_OK
 
 
 # Model options of `prdist synth` when none are given: the cases of Hughes-Oliver's paper.

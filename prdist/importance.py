@@ -1064,6 +1064,31 @@ class SampleSizePlan:
     confidence: float
 
 
+def _smallest_size(variance, target: float, max_size: int, *, too_few: str) -> int:
+    """The least size in [0, max_size] whose ``variance(size)`` is at most ``target``.
+
+    ``variance`` falls with the size: doubling finds a bracket, bisection the least size in it.
+    ``too_few``: the message when even ``max_size`` is not enough.
+
+    >>> _smallest_size(lambda n: 100 / (n + 1), 1.0, 1000, too_few="")
+    99
+    """
+    if variance(0) <= target:
+        return 0
+    low, high = 0, 1  # invariant: variance(low) > target
+    while variance(high) > target:
+        if high >= max_size:
+            raise ParameterError(too_few)
+        low, high = high, min(2 * high, max_size)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if variance(mid) <= target:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
 def required_sample_size(sample: JointSample, systems, new_system: SystemOutput, *, half_width,
                          confidence=0.95, weights=OVERLAP, bound=SECOND_MOMENT,
                          draw_from: SystemOutput | None = None, labeled_keys=None,
@@ -1197,25 +1222,10 @@ def required_sample_size(sample: JointSample, systems, new_system: SystemOutput,
             spread = _worst_case_variance(p_r[in_r], g)
         return old + size * scale_r**2 * spread
 
-    target = (half_width / _z(confidence)) ** 2
-    if variance(0) <= target:
-        size = 0
-    else:
-        low, high = 0, 1  # invariant: variance(low) > target
-        while variance(high) > target:
-            if high >= max_size:
-                raise ParameterError(
-                    f"{owner}: even {max_size} draws leave the conservative half-width of "
-                    f"{new_system.name!r} above {half_width:g}. Raise 'max_size' or the target."
-                )
-            low, high = high, min(2 * high, max_size)
-        while high - low > 1:
-            mid = (low + high) // 2
-            if variance(mid) <= target:
-                high = mid
-            else:
-                low = mid
-        size = high
+    size = _smallest_size(variance, (half_width / _z(confidence)) ** 2, max_size, too_few=(
+        f"{owner}: even {max_size} draws leave the conservative half-width of "
+        f"{new_system.name!r} above {half_width:g}. Raise 'max_size' or the target."
+    ))  # fmt: skip
     v = variance(size)
 
     known = _key_index(sample.keys[~np.isnan(sample.labels)])
