@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -491,15 +492,7 @@ class JointSample:
                 f"{self.labels[clash][0]:g} and the new labels say otherwise."
             )
         merged = np.where(np.isnan(self.labels), looked_up, self.labels)
-        return JointSample(
-            systems=self.systems,
-            keys=self.keys,
-            probabilities=self.probabilities,
-            counts=self.counts,
-            labels=merged,
-            overlaps=self.overlaps,
-            support_patterns=self.support_patterns,
-        )
+        return dataclasses.replace(self, labels=merged)  # validated again, like any JointSample
 
 
 def _spawn_generators(seed, count: int, *, owner: str) -> list[np.random.Generator]:
@@ -702,8 +695,39 @@ def _system_means_and_variances(sample: JointSample, values: np.ndarray, needed:
     return means, variances
 
 
+def _clipped(values: np.ndarray) -> np.ndarray:
+    return np.clip(values, 0.0, 1.0)
+
+
+class _NormalInterval:
+    """The normal-approximation interval of an estimate: the estimate ± z·se, clipped to [0, 1].
+
+    A subclass names its estimate's attribute in ``_estimate`` and has ``variance`` and
+    ``confidence``.
+    """
+
+    _estimate: str
+
+    @property
+    def se(self) -> np.ndarray:
+        return np.sqrt(self.variance)
+
+    @property
+    def half_width(self) -> np.ndarray:
+        """z·se: half the width of the (unclipped) interval."""
+        return _z(self.confidence) * self.se
+
+    @property
+    def ci_low(self) -> np.ndarray:
+        return _clipped(getattr(self, self._estimate) - self.half_width)
+
+    @property
+    def ci_high(self) -> np.ndarray:
+        return _clipped(getattr(self, self._estimate) + self.half_width)
+
+
 @dataclass(frozen=True, eq=False)
-class PrecisionEstimate:
+class PrecisionEstimate(_NormalInterval):
     """Joint and simple precision estimates of every system, with normal-approximation intervals.
 
     ``precision``/``variance`` are the joint estimator and its unbiased variance estimate;
@@ -720,22 +744,7 @@ class PrecisionEstimate:
     weights: np.ndarray
     confidence: float
 
-    @property
-    def se(self) -> np.ndarray:
-        return np.sqrt(self.variance)
-
-    @property
-    def half_width(self) -> np.ndarray:
-        """z·se: half the width of the (unclipped) joint interval."""
-        return _z(self.confidence) * self.se
-
-    @property
-    def ci_low(self) -> np.ndarray:
-        return np.clip(self.precision - self.half_width, 0.0, 1.0)
-
-    @property
-    def ci_high(self) -> np.ndarray:
-        return np.clip(self.precision + self.half_width, 0.0, 1.0)
+    _estimate = "precision"
 
     @property
     def simple_se(self) -> np.ndarray:
@@ -747,11 +756,11 @@ class PrecisionEstimate:
 
     @property
     def simple_ci_low(self) -> np.ndarray:
-        return np.clip(self.simple_precision - self.simple_half_width, 0.0, 1.0)
+        return _clipped(self.simple_precision - self.simple_half_width)
 
     @property
     def simple_ci_high(self) -> np.ndarray:
-        return np.clip(self.simple_precision + self.simple_half_width, 0.0, 1.0)
+        return _clipped(self.simple_precision + self.simple_half_width)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per system; the columns of compare.parquet that concern precision, plus the
@@ -857,7 +866,7 @@ def pool_membership(keys, systems) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class RecallEstimate:
+class RecallEstimate(_NormalInterval):
     """Recall r̂_i = θ̂ ν̂_i of every system with its plug-in variance (Lemma 1).
 
     ``pooled_recall`` ν̂_i: the share of the pool's correct items that system i outputs
@@ -876,21 +885,7 @@ class RecallEstimate:
     pool_weights: np.ndarray
     confidence: float
 
-    @property
-    def se(self) -> np.ndarray:
-        return np.sqrt(self.variance)
-
-    @property
-    def half_width(self) -> np.ndarray:
-        return _z(self.confidence) * self.se
-
-    @property
-    def ci_low(self) -> np.ndarray:
-        return np.clip(self.recall - self.half_width, 0.0, 1.0)
-
-    @property
-    def ci_high(self) -> np.ndarray:
-        return np.clip(self.recall + self.half_width, 0.0, 1.0)
+    _estimate = "recall"
 
     def to_frame(self) -> pd.DataFrame:
         """One row per system: system, recall, recall_se, recall_ci_low, recall_ci_high,
