@@ -134,3 +134,8 @@ class GridParameters:
     g_l: int
     m: int
     gamma: float
+
+    @property
+    def exhaustive(self) -> bool:
+        """True when n <= g_l: every item is labeled and the precision is known exactly."""
+        return self.n <= self.g_l

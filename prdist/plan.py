@@ -35,11 +35,6 @@ class PaulaPlan(GridParameters):
         return int(self.ranks.size)
 
     @property
-    def exhaustive(self) -> bool:
-        """True when n <= g_l: every item is labeled and the precision is known exactly."""
-        return self.n <= self.g_l
-
-    @property
     def prefix_end(self) -> int:
         """Last rank of the fully labeled prefix, min(g_l, n)."""
         return min(self.g_l, self.n)

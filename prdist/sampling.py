@@ -588,11 +588,6 @@ class StratifiedPlan(GridParameters):
         """Number of distinct ranks to label."""
         return int(self.ranks.size)
 
-    @property
-    def exhaustive(self) -> bool:
-        """True when n <= g_l: every item is labeled and p is known exactly."""
-        return self.n <= self.g_l
-
     def members(self, k: int) -> np.ndarray:
         """Ranks of the draws in X_k (sorted, with repetitions), for k in [l, L]."""
         k = check_int(k, name="k", owner="StratifiedPlan.members", low=self.l, high=self.L)
