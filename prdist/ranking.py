@@ -8,12 +8,15 @@ itself breaks the (astronomically rare) hash collisions, so the order is total.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from .errors import DataError
 
 __all__ = [
+    "RankPosition",
     "as_key_array",
     "descending_ordinal",
     "key_hash",
@@ -158,3 +161,42 @@ def sorted_block_order(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
     order = np.arange(scores.size)
     order[rows] = rows[rank_sort(ordinals[rows], key_hash(keys[rows]), keys[rows])]
     return order
+
+
+@dataclass(frozen=True)
+class RankPosition:
+    """Where an item stands in rank order: (descending ordinal of its score, key hash, key).
+
+    Items compare by this triple exactly as :func:`rank_sort` orders them, so membership in the
+    top k is "at or before the item at rank k", decided row by row without a sort.
+
+    >>> k = RankPosition.of(0.5, "b")
+    >>> k.at_or_before(descending_ordinal(np.array([0.9, 0.5, 0.1])), lambda: np.array(["a", "b", "c"], dtype=object)).tolist()
+    [True, True, False]
+    """
+
+    ordinal: int
+    hash: int
+    key: object
+
+    @classmethod
+    def of(cls, score: float, key) -> RankPosition:
+        """The position of the item with this score and key."""
+        keys = as_key_array([key])
+        return cls(int(descending_ordinal(np.array([score]))[0]), int(key_hash(keys)[0]), keys[0].item() if keys.dtype.kind in "iu" else keys[0])
+
+    def at_or_before(self, ordinals: np.ndarray, keys_of) -> np.ndarray:
+        """Whether each item (by its ordinal) stands at or before this position.
+
+        ``keys_of()`` returns the items' keys; it is called only when some item ties this one on
+        score (reading keys may cost a column read).
+        """
+        threshold = np.uint64(self.ordinal)
+        member = ordinals < threshold
+        tied = ordinals == threshold
+        if tied.any():
+            tied_keys = keys_of()[tied]
+            hashes = key_hash(tied_keys)
+            h = np.uint64(self.hash)
+            member[tied] = (hashes < h) | ((hashes == h) & (tied_keys <= self.key))
+        return member

@@ -21,7 +21,7 @@ import pandas as pd
 from .._validation import check_int
 from ..errors import DataError, ParameterError
 from ..importance import SCORE_POWER, TOP_K, UNIFORM, JointSample, SamplingDistribution
-from ..ranking import descending_ordinal, key_hash
+from ..ranking import RankPosition, descending_ordinal, key_hash
 from .compare_params import CompareParams, System, allocate_budget
 from .executor import map_shuffle, run_tasks
 from .extract import extract_ranks
@@ -53,9 +53,7 @@ class _WeightSpec:
 
     kind: str
     power: float | None = None
-    threshold_ordinal: int | None = None  # descending_ordinal of the rank-k score
-    threshold_hash: int | None = None  # key hash of the rank-k item
-    threshold_key: object = None
+    threshold: RankPosition | None = None  # top-k: the item at rank k
 
 
 def _read_weighted(parquet, index: int, spec: _WeightSpec, key: str, score: str, *, display: str,
@@ -80,20 +78,11 @@ def _read_weighted(parquet, index: int, spec: _WeightSpec, key: str, score: str,
         if not np.isfinite(w).all():
             raise DataError(f"score ** {spec.power:g} overflows in {where}. Rescale the scores or lower the power.")
         return keys, scores, w
-    # Top-k: rank order is (descending score, key hash, key); a member is at or before rank k.
-    ordinal = descending_ordinal(scores)
-    threshold = np.uint64(spec.threshold_ordinal)
-    member = ordinal < threshold
-    tied = ordinal == threshold
-    if tied.any():
-        if keys is None:
-            keys_all = keys_of(read_group(parquet, index, [key], display=display), key, where)
-        else:
-            keys_all = keys
-        tied_keys = keys_all[tied]
-        hashes = key_hash(tied_keys)
-        h = np.uint64(spec.threshold_hash)
-        member[tied] = (hashes < h) | ((hashes == h) & (tied_keys <= spec.threshold_key))
+    # Top-k: a member stands at or before the item at rank k.
+    member = spec.threshold.at_or_before(
+        descending_ordinal(scores),
+        lambda: keys if keys is not None else keys_of(read_group(parquet, index, [key], display=display), key, where),
+    )
     return keys, scores, member.astype(np.float64)
 
 
@@ -186,12 +175,7 @@ def system_weights(system: System, distribution: SamplingDistribution, *, client
         bytes_read += int(item.attrs.get("bytes_read", 0))
         key_k, score_k = item["key"].iloc[0], float(item["score"].iloc[0])
         key_k = int(key_k) if res.key_kind == "int" else str(key_k)
-        spec = _WeightSpec(
-            TOP_K,
-            threshold_ordinal=int(descending_ordinal(np.array([score_k]))[0]),
-            threshold_hash=int(key_hash(np.array([key_k], dtype=np.int64 if res.key_kind == "int" else object))[0]),
-            threshold_key=key_k,
-        )
+        spec = _WeightSpec(TOP_K, threshold=RankPosition.of(score_k, key_k))
         threshold = {"rank": k, "score": score_k, "key": str(key_k)}
     else:
         spec = _WeightSpec(SCORE_POWER, power=distribution.power)
