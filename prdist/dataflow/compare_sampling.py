@@ -25,7 +25,16 @@ from ..ranking import RankPosition, descending_ordinal, key_hash
 from .compare_params import CompareParams, System, allocate_budget
 from .executor import map_shuffle, run_tasks
 from .extract import extract_ranks
-from .parquet import DEFAULT_PARTITION_ROWS, Partition, displays, keys_of, open_parquet, read_group, scores_of
+from .parquet import (
+    DEFAULT_PARTITION_ROWS,
+    Partition,
+    RowGroupReader,
+    displays,
+    keys_of,
+    open_parquet,
+    row_groups_of,
+    scores_of,
+)
 from .select import select_ranks
 
 __all__ = [
@@ -56,17 +65,20 @@ class _WeightSpec:
     threshold: RankPosition | None = None  # top-k: the item at rank k
 
 
-def _read_weighted(parquet, index: int, spec: _WeightSpec, key: str, score: str, *, display: str,
-                   with_keys: bool, with_scores: bool):
-    """Read one row group; return (keys or None, scores or None, w) with w float64."""
-    where = f"{display} row group {index}"
+def _read_weighted(group: RowGroupReader, spec: _WeightSpec, key: str, score: str, *, with_keys: bool,
+                   with_scores: bool):
+    """Read one row group; return (keys or None, scores or None, w) with w float64.
+
+    The one place a row's weight w(x) is computed, for every task of a comparison.
+    """
+    where = group.where
     need_scores = with_scores or spec.kind != UNIFORM
     columns = ([key] if with_keys else []) + ([score] if need_scores else [])
-    table = read_group(parquet, index, columns, display=display) if columns else None
+    table = group.read(columns) if columns else None
     keys = keys_of(table, key, where) if with_keys else None
     scores = scores_of(table, score, where) if need_scores else None
     if spec.kind == UNIFORM:
-        return keys, scores, np.ones(parquet.metadata.row_group(index).num_rows)
+        return keys, scores, np.ones(group.num_rows)
     if spec.kind == SCORE_POWER:
         if (scores < 0).any():
             raise DataError(
@@ -81,19 +93,17 @@ def _read_weighted(parquet, index: int, spec: _WeightSpec, key: str, score: str,
     # Top-k: a member stands at or before the item at rank k.
     member = spec.threshold.at_or_before(
         descending_ordinal(scores),
-        lambda: keys if keys is not None else keys_of(read_group(parquet, index, [key], display=display), key, where),
+        lambda: keys if keys is not None else keys_of(group.read([key]), key, where),
     )
     return keys, scores, member.astype(np.float64)
 
 
 def _totals_task(partition: Partition, fs, key: str, score: str, spec: _WeightSpec, names: dict):
     """Per row group of the partition: (Σ w, number of items with w > 0)."""
-    display = names[partition.path]
     out = []
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            _, _, w = _read_weighted(parquet, index, spec, key, score, display=display, with_keys=False, with_scores=False)
-            out.append((float(w.sum()), int(np.count_nonzero(w))))
+    for group in row_groups_of(fs, partition, names):
+        _, _, w = _read_weighted(group, spec, key, score, with_keys=False, with_scores=False)
+        out.append((float(w.sum()), int(np.count_nonzero(w))))
     return out
 
 
@@ -213,7 +223,8 @@ def _draw_task(item, fs, key: str, score: str, spec: _WeightSpec, names: dict):
     ids, keys = [], []
     with open_parquet(fs, path, display=display, footer=footers.get(path)) as parquet:
         for index, draw_ids, targets in groups:
-            group_keys, _, w = _read_weighted(parquet, index, spec, key, score, display=display, with_keys=True, with_scores=False)
+            group_keys, _, w = _read_weighted(RowGroupReader(parquet, index, display), spec, key, score, with_keys=True,
+                                              with_scores=False)
             if spec.kind == UNIFORM:
                 rows = targets.astype(np.int64)
             else:
@@ -311,22 +322,20 @@ def _join_task(partition: Partition, fs, key: str, score: str, spec: _WeightSpec
 
     Returns ((keys, scores, w) of the matching rows, [(keys, w) of bucket b for b in range(buckets)]).
     """
-    display = names[partition.path]
     matched, pieces = [], [[] for _ in range(buckets)]
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            keys, scores, w = _read_weighted(parquet, index, spec, key, score, display=display, with_keys=True, with_scores=True)
-            hit = wanted.get_indexer(keys) >= 0
-            matched.append((keys[hit], scores[hit], w[hit]))
-            support = w > 0
-            support_keys, support_w = keys[support], w[support]
-            bucket = (key_hash(support_keys) % np.uint64(buckets)).astype(np.intp)
-            order = np.argsort(bucket, kind="stable")
-            bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
-            for b in range(buckets):
-                rows = order[bounds[b]:bounds[b + 1]]
-                if rows.size:
-                    pieces[b].append((support_keys[rows], support_w[rows]))
+    for group in row_groups_of(fs, partition, names):
+        keys, scores, w = _read_weighted(group, spec, key, score, with_keys=True, with_scores=True)
+        hit = wanted.get_indexer(keys) >= 0
+        matched.append((keys[hit], scores[hit], w[hit]))
+        support = w > 0
+        support_keys, support_w = keys[support], w[support]
+        bucket = (key_hash(support_keys) % np.uint64(buckets)).astype(np.intp)
+        order = np.argsort(bucket, kind="stable")
+        bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
+        for b in range(buckets):
+            rows = order[bounds[b]:bounds[b + 1]]
+            if rows.size:
+                pieces[b].append((support_keys[rows], support_w[rows]))
     match = tuple(np.concatenate([m[i] for m in matched]) for i in range(3))
     return match, [_concat_pieces(p) for p in pieces]
 

@@ -66,6 +66,7 @@ __all__ = [
     "Partition",
     "Resource",
     "RowGroup",
+    "RowGroupReader",
     "check_labels",
     "check_ranks",
     "check_unique",
@@ -80,6 +81,7 @@ __all__ = [
     "read_group",
     "read_row_groups",
     "refs_of",
+    "row_groups_of",
     "result_frame",
     "scores_of",
 ]
@@ -586,12 +588,45 @@ def read_group(parquet, index: int, columns: Sequence[str], *, display: str) -> 
         raise corrupt_file_error(f"{display} (row group {index})", exc) from None
 
 
+@dataclass(frozen=True)
+class RowGroupReader:
+    """One row group of an open Parquet file, as a task sees it: read its columns, name it."""
+
+    parquet: pq.ParquetFile
+    index: int
+    display: str
+
+    @property
+    def where(self) -> str:
+        """The row group's name in messages: "<file URL> row group <index>"."""
+        return f"{self.display} row group {self.index}"
+
+    @property
+    def num_rows(self) -> int:
+        return self.parquet.metadata.row_group(self.index).num_rows
+
+    def read(self, columns: Sequence[str]) -> pa.Table:
+        return read_group(self.parquet, self.index, columns, display=self.display)
+
+
+def row_groups_of(fs, partition: Partition, names: dict) -> Iterator[RowGroupReader]:
+    """The one row-group loop of every task: the file opened once (with the footer read at
+    opening), then each row group of ``partition`` in turn. ``names``: :func:`displays`."""
+    yield from _row_groups_in(fs, partition.path, partition.indices, display=names[partition.path],
+                              footer=partition.footer)
+
+
+def _row_groups_in(fs, path: str, indices: Sequence[int], *, display: str, footer) -> Iterator[RowGroupReader]:
+    with open_parquet(fs, path, display=display, footer=footer) as parquet:
+        for index in indices:
+            yield RowGroupReader(parquet, index, display)
+
+
 def read_row_groups(fs, path: str, indices: Sequence[int], columns: Sequence[str], *, display: str,
                     footer=None) -> Iterator[tuple[int, pa.Table]]:
     """Yield ``(index, table)`` for the row groups ``indices`` of one file, one at a time."""
-    with open_parquet(fs, path, display=display, footer=footer) as parquet:
-        for index in indices:
-            yield index, read_group(parquet, index, columns, display=display)
+    for group in _row_groups_in(fs, path, indices, display=display, footer=footer):
+        yield group.index, group.read(columns)
 
 
 def scores_of(table: pa.Table, column: str, where: str) -> np.ndarray:

@@ -67,9 +67,8 @@ from .parquet import (
     empty_result,
     extra_columns,
     keys_of,
-    open_parquet,
-    read_group,
     result_frame,
+    row_groups_of,
     scores_of,
 )
 
@@ -259,32 +258,29 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
         smallest = np.full(bins.total, _FULL, dtype=np.uint64)
         largest = np.zeros(bins.total, dtype=np.uint64)
     read = [score, key] if locator is not None and locator.needs_keys else [score]
-    display = names[partition.path]
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            where = f"{display} row group {index}"
-            table = read_group(parquet, index, read, display=display)
-            scores = scores_of(table, score, where)
-            if bins.linear is not None:
-                # Equal score bins have known edges (_linear_edges): counting is all it takes.
-                np.add.at(counts, _linear_slots(scores, *bins.linear, bins.total), 1)
-                continue
-            ordinals = descending_ordinal(scores)
-            keys = keys_of(table, key, where) if locator.needs_keys else None
-            found, tied = locator.locate(ordinals, keys, scores)
-            # The value binned: the score ordinal, or the key hash inside a run of tied scores.
-            values = ordinals
-            if tied is not None:
-                values = ordinals.copy()
-                values[tied[0]] = tied[1]
-            hit = np.flatnonzero(found >= 0)
-            ids = found[hit]
-            values = values[hit]
-            slots = offset[ids] + ((values - lo[ids]) >> shift[ids]).astype(np.int64)
-            # ufunc.at, not bincount: no fresh array of every bin per row group.
-            np.add.at(counts, slots, 1)
-            np.minimum.at(smallest, slots, values)
-            np.maximum.at(largest, slots, values)
+    for group in row_groups_of(fs, partition, names):
+        table = group.read(read)
+        scores = scores_of(table, score, group.where)
+        if bins.linear is not None:
+            # Equal score bins have known edges (_linear_edges): counting is all it takes.
+            np.add.at(counts, _linear_slots(scores, *bins.linear, bins.total), 1)
+            continue
+        ordinals = descending_ordinal(scores)
+        keys = keys_of(table, key, group.where) if locator.needs_keys else None
+        found, tied = locator.locate(ordinals, keys, scores)
+        # The value binned: the score ordinal, or the key hash inside a run of tied scores.
+        values = ordinals
+        if tied is not None:
+            values = ordinals.copy()
+            values[tied[0]] = tied[1]
+        hit = np.flatnonzero(found >= 0)
+        ids = found[hit]
+        values = values[hit]
+        slots = offset[ids] + ((values - lo[ids]) >> shift[ids]).astype(np.int64)
+        # ufunc.at, not bincount: no fresh array of every bin per row group.
+        np.add.at(counts, slots, 1)
+        np.minimum.at(smallest, slots, values)
+        np.maximum.at(largest, slots, values)
     if bins.linear is not None:
         return counts, None, None
     return counts, smallest, largest
@@ -363,25 +359,22 @@ def _merge(*parts):
 def _extract_task(partition: Partition, fs, columns, extras, intervals: _IntervalTable, names: dict):
     key, score = columns
     locator = _Locator(intervals)
-    display = names[partition.path]
     pieces = []
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            where = f"{display} row group {index}"
-            table = read_group(parquet, index, [score, key], display=display)
-            scores = scores_of(table, score, where)
-            keys = keys_of(table, key, where)
-            found, _ = locator.locate(descending_ordinal(scores), keys, scores)
-            hit = np.flatnonzero(found >= 0)
-            if hit.size == 0:
-                continue
-            taken = pa.array(hit)
-            piece = pa.table({"key": pa.array(keys[hit]), "score": pa.array(scores[hit])})
-            if extras:
-                extra = read_group(parquet, index, extras, display=display).take(taken)
-                for name in extras:
-                    piece = piece.append_column(name, extra.column(name))
-            pieces.append((index, piece))
+    for group in row_groups_of(fs, partition, names):
+        table = group.read([score, key])
+        scores = scores_of(table, score, group.where)
+        keys = keys_of(table, key, group.where)
+        found, _ = locator.locate(descending_ordinal(scores), keys, scores)
+        hit = np.flatnonzero(found >= 0)
+        if hit.size == 0:
+            continue
+        taken = pa.array(hit)
+        piece = pa.table({"key": pa.array(keys[hit]), "score": pa.array(scores[hit])})
+        if extras:
+            extra = group.read(extras).take(taken)
+            for name in extras:
+                piece = piece.append_column(name, extra.column(name))
+        pieces.append((group.index, piece))
     return pieces
 
 
@@ -630,23 +623,18 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
 
 
 def _hash_slice_task(partition: Partition, fs, key: str, lo: int, hi: int, names: dict) -> np.ndarray:
-    display = names[partition.path]
     parts = []
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            keys = keys_of(read_group(parquet, index, [key], display=display), key, f"{display} row group {index}")
-            hashes = key_hash(keys)
-            parts.append(hashes[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi))])
+    for group in row_groups_of(fs, partition, names):
+        hashes = key_hash(keys_of(group.read([key]), key, group.where))
+        parts.append(hashes[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi))])
     return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
 
 
 def _keys_with_hashes_task(partition: Partition, fs, key: str, wanted: np.ndarray, names: dict) -> np.ndarray:
-    display = names[partition.path]
     parts = []
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            keys = keys_of(read_group(parquet, index, [key], display=display), key, f"{display} row group {index}")
-            parts.append(keys[np.isin(key_hash(keys), wanted)])
+    for group in row_groups_of(fs, partition, names):
+        keys = keys_of(group.read([key]), key, group.where)
+        parts.append(keys[np.isin(key_hash(keys), wanted)])
     return np.concatenate(parts) if parts else np.empty(0, dtype=object)
 
 
