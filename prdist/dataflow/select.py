@@ -41,6 +41,15 @@ ranks, I intervals and row groups of at most G rows: O(G + max(B, 16 I)) per his
 O(G + C) per extraction task and O(max(B, 16 I) + C) on the driver, where B is
 ``histogram_bins`` and C <= max(R + cap * I, ``max_candidates``) the number of candidates:
 independent of N.
+
+DESIGN
+------
+Runs once, in the user's session: :func:`select_positions`'s loop over passes (triage of the
+intervals, the bins of the next pass, the split of the counts) and the final ordering of the
+candidates (:func:`prdist.ranking.rank_sort`). Runs many times, in tasks, through
+:mod:`prdist.dataflow.executor` (``client=None``: in-process): :func:`_histogram_task` (merged by
+``map_reduce``'s tree), :func:`_extract_task` and the uniqueness tasks, each reading its row
+groups with :func:`prdist.dataflow.parquet.row_groups_of`.
 """
 
 from __future__ import annotations
