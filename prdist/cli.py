@@ -166,12 +166,19 @@ def _cmd_budget(args) -> int:
     }
     if args.json:
         _print_json(result)
-        return EXIT_OK
+    else:
+        _print_budget_table(result, plan)
+    return EXIT_OK
+
+
+def _print_budget_table(result: dict, plan) -> None:
+    """``prdist budget``'s table: every figure with what it means."""
 
     def text(key, fmt="{}"):
         return "n/a" if result[key] is None else fmt.format(result[key])
 
-    baseline = f"p_min {p_min:g}, delta {delta:g}"
+    n, window = result["n"], result["window"]
+    baseline = f"p_min {result['p_min']:g}, delta {result['delta']:g}"
     rows = [
         ("r_tilde", text("r_tilde"), "rank beyond which precision is assumed monotone"),
         ("l, L", f"{plan.l}, {plan.L}", "first and last grid index; g_j = ceil((1+eps)^j)"),
@@ -207,9 +214,8 @@ def _cmd_budget(args) -> int:
     for name, value, meaning in rows:
         print(f"  {name:<{name_width}}  {value:>{value_width}}  {meaning}")
     print(f"precondition met: {'yes' if plan.precondition_met else 'no'}")
-    for note in notes:
+    for note in result["notes"]:
         print(f"note: {note}")
-    return EXIT_OK
 
 
 # Model options of `prdist synth` when none are given: the cases of Hughes-Oliver's paper.
@@ -476,9 +482,28 @@ def _add_compare(sub) -> None:
     parser.set_defaults(handler=_cmd_compare)
 
 
+def parse_system(text: str) -> tuple[str, str]:
+    """Split a ``NAME=URL`` system option into its name and URL.
+
+    Examples
+    --------
+    >>> parse_system("reverb=s3://bucket/reverb")
+    ('reverb', 's3://bucket/reverb')
+    """
+    name, sep, url = str(text).partition("=")
+    if not sep or not name or not url.strip():
+        raise InputError(
+            f"--system {text!r} is not NAME=URL. Write it like 'reverb=s3://bucket/systems/reverb'."
+        )
+    from .dataflow.compare_params import check_system_name
+
+    check_system_name(name)
+    return name, url
+
+
+
 def _cmd_compare(args) -> int:
     from ._validation import check_float, check_int
-    from .dataflow.compare import parse_system
     from .dataflow.storage import filesystem, join_url
 
     # Everything checkable without reading data is checked here, under the option names.
@@ -623,7 +648,7 @@ def _add_release(sub) -> None:
 
 
 def _cmd_release(args) -> int:
-    from .release import emit_release, release_event
+    from .cli_release import emit_release, release_event
 
     event = release_event(args.resource, labels=args.labels, out=args.out)
     if args.dry_run:

@@ -24,16 +24,15 @@ from __future__ import annotations
 import html
 import math
 import numbers
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pandas as pd
 
 from .derived import pr_region
 from .errors import DataError, ParameterError
+from .redaction import display_url, is_secret_name
 
 __all__ = ["render_report"]
 
@@ -80,8 +79,6 @@ _DIAGNOSTICS_SHOWN = {
     "unknown_labels",
     "assumptions_plausible",
 }
-# A last line of defence for the free-form sections: keys that may name credentials.
-_SECRET_KEY = re.compile(r"secret|token|passw|credential|storage_options|auth|signature|api_?key|access_?key", re.I)
 
 _BOUNDS_COLUMNS = ("rank", "precision_lower", "precision_upper", "yield_lower", "yield_upper")
 _PLAN_COLUMNS = ("rank", "key", "score", "role", "label")
@@ -374,19 +371,6 @@ def _num(value, digits: int = 3) -> str:
     return _esc(value)
 
 
-def _redact_url(text: str) -> str:
-    """Drop user info, query and fragment of a URL: they are where credentials and signatures go."""
-    if "://" not in text:
-        return text
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return "(unparseable URL not shown)"
-    netloc = parts.netloc.rpartition("@")[2]
-    redacted = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-    return redacted + (" (query not shown)" if parts.query else "")
-
-
 def _plain(value, digits: int = 4) -> str | None:
     """A scalar from the manifest as escaped text, or None when it is not a scalar."""
     if value is None:
@@ -399,7 +383,7 @@ def _plain(value, digits: int = 4) -> str | None:
         x = float(value)
         return "\u2014" if not math.isfinite(x) else f"{x:.{digits}g}"
     if isinstance(value, str):
-        return _esc(_redact_url(value))
+        return _esc(display_url(value))
     if isinstance(value, (list, tuple)) and all(_is_number(v) or isinstance(v, str) for v in value):
         shown = ", ".join(_plain(v, digits) for v in value[:12])
         return shown + (", \u2026" if len(value) > 12 else "")
@@ -679,7 +663,7 @@ def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mappi
         css = "ok" if status == "complete" else "warn"
         badge = f' <span class="badge {css}">{_esc(status)}</span>'
     source = _mapping(manifest.get("input")).get("url")
-    subtitle = f'<p class="subtitle">{_esc(_redact_url(source))}</p>' if isinstance(source, str) else ""
+    subtitle = f'<p class="subtitle">{_esc(display_url(source))}</p>' if isinstance(source, str) else ""
     run_id = manifest.get("run_id")
     if isinstance(run_id, str):
         subtitle += f'<p class="subtitle">run {_esc(run_id)}</p>'
@@ -1085,7 +1069,7 @@ def _section_diagnostics(diag: Mapping) -> str:
     extra = [
         [_esc(k), shown]
         for k, v in further
-        if v is not None and not _SECRET_KEY.search(str(k)) and (shown := _plain(v)) is not None
+        if v is not None and not is_secret_name(k) and (shown := _plain(v)) is not None
     ]
     extra_html = f"<h3>Further diagnostics</h3>{_table(['name', 'value'], extra, css='narrow')}" if extra else ""
     if noisy:
@@ -1150,7 +1134,7 @@ def _section_run(manifest: Mapping, params: Mapping) -> str:
         entries = _mapping(manifest.get(key))
         rows = []
         for name, value in entries.items():
-            if _SECRET_KEY.search(str(name)):
+            if is_secret_name(name):
                 continue
             shown = _plain(value, 3)
             if value is not None and shown is not None:

@@ -2,8 +2,11 @@
 
 - :mod:`~prdist.dataflow.storage`: URLs, storage options and credentials (redacted), create-only
   writes that never leave anything half-written, readable storage errors.
-- :mod:`~prdist.dataflow.resource`: open a resource from its Parquet metadata, verify a claim of
-  sorted order, extract ranks of a sorted resource reading only the row groups that hold them.
+- :mod:`~prdist.dataflow.parquet`: open a resource from its Parquet metadata; the readers tasks use.
+- :mod:`~prdist.dataflow.executor`: the one way work runs on Dask (``client=None``: in-process).
+- :mod:`~prdist.dataflow.order`: verify a claim of sorted order.
+- :mod:`~prdist.dataflow.extract`: ranks of a sorted resource, reading only the row groups that
+  hold them.
 - :mod:`~prdist.dataflow.select`: the items at given ranks of an unsorted resource, without a
   sort or a shuffle.
 - :mod:`~prdist.dataflow.labels`: the shared, append-only label store and annotation tasks.
@@ -18,7 +21,9 @@ Every function takes an optional ``client`` (a ``distributed.Client``); without 
 tasks run in-process. The pure kernels they call live in the core modules of :mod:`prdist`.
 """
 
-from .resource import OrderCheck, Resource, extract_ranks, open_resource, verify_order
+from .extract import extract_ranks
+from .order import verify_order
+from .parquet import OrderCheck, Resource, open_resource
 from .labels import import_labels, keys_missing_from, lookup_labels
 from .ranked import write_ranked_copy
 from .select import check_unique_keys, select_ranks
