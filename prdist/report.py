@@ -1231,7 +1231,7 @@ def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
 def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapping[str, str]) -> str:
     runs = list(dict.fromkeys(frame["run_id"]))
     place = {run: k for k, run in enumerate(runs, start=1)}
-    parts = [f"<section><h2>Series {_esc(_redact_url(series))}</h2>"]
+    parts = [f"<section><h2>Series {_esc(display_url(series))}</h2>"]
     figures = []
     for rank in sorted(frame["rank"].unique())[:_HISTORY_PLOTS]:
         at = frame[frame["rank"] == rank]
@@ -1257,7 +1257,7 @@ def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapp
     parts.append("<h3>Certain changes</h3>" + (_table(["release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 2, 4, 5))
                                                if rows else "<p>None: every interval overlaps the previous release's.</p>"))
     listing = frame.drop_duplicates("run_id")
-    rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(_redact_url(str(r.resource))), _int(r.n), _report_link(r.run_id, reports)]
+    rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(display_url(str(r.resource))), _int(r.n), _report_link(r.run_id, reports)]
             for r in listing.itertuples()]
     parts.append("<h3>Runs</h3>" + _table(["release", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
     return "\n".join(parts) + "</section>"
@@ -1268,4 +1268,4 @@ def _report_link(run_id: str, reports: Mapping[str, str]) -> str:
     url = str(reports.get(run_id, ""))
     if url.startswith(("http://", "https://", "file://")):
         return f'<a href="{_esc(url)}">{_esc(run_id)}</a>'
-    return _esc(f"{run_id} ({_redact_url(url)})")
+    return _esc(f"{run_id} ({display_url(url)})")
