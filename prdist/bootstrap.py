@@ -429,6 +429,7 @@ class SmoothedLaw:
     """
 
     nodes: np.ndarray
+    step: float
     cumulative: np.ndarray
     error_bound: float
 
@@ -456,15 +457,18 @@ class SmoothedLaw:
         # FFT rounding (~1e-13) must not break the monotonicity the inverse relies on.
         cdf = np.clip(np.maximum.accumulate(cdf / sorted_scores.size), 0.0, 1.0)
         nodes = start + step * np.arange(size)
-        return cls(nodes, cdf, _PHI_AT_ONE / (4.0 * per_bandwidth**2))
+        return cls(nodes, step, cdf, _PHI_AT_ONE / (4.0 * per_bandwidth**2))
 
     def quantile(self, u: np.ndarray) -> np.ndarray:
         """F^-1(u) of the tabulated cdf, elementwise, for u in (0, 1)."""
         return np.interp(u, self.cumulative, self.nodes)
 
     def cdf(self, t: np.ndarray) -> np.ndarray:
-        """F(t), elementwise."""
-        return np.interp(t, self.nodes, self.cumulative)
+        """F(t), elementwise: the interpolation of ``np.interp``, its node found in O(1)."""
+        position = np.clip((t - self.nodes[0]) / self.step, 0.0, self.nodes.size - 1.0)
+        left = np.minimum(position.astype(np.int64), self.nodes.size - 2)
+        below = self.cumulative[left]
+        return below + (position - left) * (self.cumulative[left + 1] - below)
 
 
 @dataclass(frozen=True, eq=False)
@@ -591,7 +595,8 @@ def _draw_false_positives(
     shapes = np.diff(rank, prepend=0, append=n_pos[:, None] + 1)  # equal ranks: Gamma(0) = 0
     sums = np.cumsum(rng.standard_gamma(shapes), axis=1)
     threshold = setup.positive_law.quantile(sums[:, :-1] / sums[:, -1:])
-    cells = np.diff(setup.negative_law.cdf(threshold), prepend=0.0, append=1.0)
+    # Rounding may leave a cell at -1 ulp where two thresholds straddle a table node.
+    cells = np.maximum(np.diff(setup.negative_law.cdf(threshold), prepend=0.0, append=1.0), 0.0)
     n_neg = setup.n - n_pos
     at_or_below = np.cumsum(rng.multinomial(n_neg, cells)[:, :-1], axis=1)
     return (n_neg[:, None] - at_or_below)[:, ::-1]
