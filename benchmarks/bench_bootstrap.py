@@ -171,7 +171,7 @@ def bench_sample(n, args, clients):
         one, two = (statistics.median(clocks[f"scaling on {w}"].wall) for w in clients)
         small = [statistics.median(clocks[f"B={B} on {w}"].wall) for w in clients]
         print(f"GOAL 2 workers over 1, {args.scaling_replicates} replicates: {one / two:.2f}x "
-              f"(goal >= 1.8x); at B = {B}: {small[0] / small[1]:.2f}x (serial part dominates); "
+              f"(goal >= 1.8x); at B = {B}: {small[0] / small[1]:.2f}x (a call mostly serial); "
               "results bit-identical")
 
 
