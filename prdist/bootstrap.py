@@ -439,7 +439,8 @@ class SmoothedLaw:
         lowest, highest = float(sorted_scores[0]), float(sorted_scores[-1])
         spread = (highest - lowest) / bandwidth + 2.0 * (_KERNEL_REACH + 1.0)  # in bandwidths
         per_bandwidth = math.ceil(math.sqrt(_PHI_AT_ONE * total_items / (4.0 * _COUNT_ERROR)))
-        per_bandwidth = max(1, min(per_bandwidth, int(_MAX_TABLE_NODES / spread)))
+        # Capped by the table size: for scores spread over more than 2^20 bandwidths, R < 1.
+        per_bandwidth = min(per_bandwidth, _MAX_TABLE_NODES / spread)
         step = bandwidth / per_bandwidth
         reach = math.ceil(_KERNEL_REACH * per_bandwidth)
         start = lowest - (reach + 1) * step

@@ -124,6 +124,17 @@ def test_smoothed_law_is_within_its_error_bound(name):
     assert np.abs(exact_smoothed_cdf(scores, h, law.quantile(u)) - u).max() <= tolerance
 
 
+def test_scores_spread_over_millions_of_bandwidths_warn_and_keep_the_table_small():
+    scores, labels = binormal(0.3).sample(2000, seed=2)
+    scores[0] = 1e7  # an outlier some 10^8 bandwidths away
+    with pytest.warns(BootstrapWarning, match="tabulated coarsely"):
+        bands = bootstrap_bands(scores, labels, replicates=100, seed=1)
+    setup = make_setup(scores, labels)
+    for law in (setup.positive_law, setup.negative_law):
+        assert law.nodes.size < 1.01 * 2**20  # 2^20 nodes and the kernel's margins
+    assert bands[BAND_COLUMNS].notna().all().all()
+
+
 def per_item_replicates(setup, pos, neg, rng, replicates):
     """The obvious bootstrap: draw the items (plus kernel noise), then the empirical curve."""
     curves = np.empty((replicates, setup.beta.size))
