@@ -894,7 +894,8 @@ def _warn_if_coarse(laws: list[SmoothedLaw], n: int) -> None:
         warnings.warn(
             BootstrapWarning(
                 f"The scores spread over so many smoothing bandwidths that the smoothed kernel is "
-                f"tabulated coarsely: the replicates' counts may move by {moved:.1f} items. "
+                f"tabulated coarsely: its error bound on the replicates' counts is {moved:.3g} items "
+                f"(the goal is {_COUNT_ERROR:g}). "
                 "Transform the scores (e.g. to ranks or logits), pass a larger 'bandwidth', or "
                 "bandwidth=0 for the unsmoothed bootstrap."
             ),

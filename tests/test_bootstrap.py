@@ -129,7 +129,7 @@ def test_scores_spread_over_millions_of_bandwidths_warn_and_keep_the_table_small
     scores[0] = 1e7  # an outlier some 10^8 bandwidths away
     with pytest.warns(BootstrapWarning, match="tabulated coarsely"):
         bands = bootstrap_bands(scores, labels, replicates=100, seed=1)
-    setup = make_setup(scores, labels)
+        setup = make_setup(scores, labels)
     for law in (setup.positive_law, setup.negative_law):
         assert law.nodes.size < 1.01 * 2**20  # 2^20 nodes and the kernel's margins
     assert bands[BAND_COLUMNS].notna().all().all()
