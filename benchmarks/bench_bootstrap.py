@@ -139,6 +139,11 @@ def main(argv=None):
     print(f"naive loop radius {radius:.4f}; prdist smoothed-importance radius "
           f"{results['smoothed-importance'].attrs['sup_radius']:.4f}\n")
 
+    _print_table(clocks, B)
+
+
+def _print_table(clocks: dict, B: int) -> None:
+    """The timings, best and median over the rounds, and the ratios the claims are about."""
     naive_wall, naive_cpu = sum(clocks["naive loop"].wall), sum(clocks["naive loop"].cpu)
     rows = [
         ("naive loop (numpy + sklearn PR curve)", "1 process", naive_wall, naive_wall, naive_cpu)
