@@ -11,7 +11,7 @@ this module a plain function and the items to map it over; this module decides w
   cluster once, not embedded in every task.
 - :func:`run_tasks` maps, reports progress, gathers, and raises the first task's exception
   (``client.gather`` does), releasing every future either way.
-- :func:`run_all` (writers) waits for every task to end before raising
+- :func:`run_all` and :func:`compute_all` (writers) wait for every task to end before raising
   the first error: a scheduler stops waiting at the first task that raises while the others
   keep writing, and the caller must see every write end before it removes what a failed one
   left.
@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import dask
+
 from .parquet import Footer, Partition
 from .progress import report_progress
 
-__all__ = ["map_partitions", "map_reduce", "map_shuffle", "run_all", "run_tasks"]
+__all__ = ["compute_all", "map_partitions", "map_reduce", "map_shuffle", "run_all", "run_tasks"]
 
 #: How many partial results one merge task combines in :func:`map_reduce`'s tree.
 FAN_IN = 8
@@ -73,6 +75,25 @@ def run_all(client, function, items, *args, broadcast=None) -> list:
         return _gather_then_raise(client, futures)
     finally:
         for future in [*futures, *shared.values()]:
+            future.release()
+
+
+def compute_all(client, graph) -> list:
+    """Compute a Dask collection's partitions (``graph()`` returns delayed objects); every task
+    ends before an error is raised.
+
+    ``graph`` is called here, where the engine is chosen: ``client=None`` is in-process (Dask's
+    synchronous scheduler, and a task-based shuffle, which needs no cluster), like every
+    function of this module.
+    """
+    if client is None:
+        with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+            return list(dask.compute(*graph(), scheduler="sync"))
+    futures = client.compute(graph())
+    try:
+        return _gather_then_raise(client, futures)
+    finally:
+        for future in futures:
             future.release()
 
 
