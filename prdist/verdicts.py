@@ -34,6 +34,7 @@ __all__ = [
     "KINDS",
     "Agreement",
     "Outcomes",
+    "VerdictWords",
     "aggregate",
     "agreement",
     "parse_verdicts",
@@ -51,11 +52,24 @@ _WORDS = {
 _MIN_DAWID_SKENE_ANNOTATORS = 3
 
 
-def parse_verdicts(values, *, origin: str, positive=(), negative=(), skip=()) -> np.ndarray:
+@dataclass(frozen=True)
+class VerdictWords:
+    """A tool's own verdict words, added to the standard ones (compared case-insensitively)."""
+
+    positive: tuple[str, ...] = ()
+    negative: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+
+    def parse(self, values, *, origin: str, rows=None) -> np.ndarray:
+        return parse_verdicts(values, origin=origin, rows=rows, positive=self.positive, negative=self.negative, skip=self.skip)
+
+
+def parse_verdicts(values, *, origin: str, rows=None, positive=(), negative=(), skip=()) -> np.ndarray:
     """Verdict codes (int8: 1, 0, :data:`CANNOT_JUDGE`) of verdict words, case-insensitive.
 
     ``positive`` / ``negative`` / ``skip`` add a tool's own words (e.g. a Label Studio choice
-    "Relevant"). Anything unrecognised is refused with the row (1-based) and the value.
+    "Relevant"). Anything unrecognised is refused with the row and the value; ``rows`` are the
+    row numbers to name (default: 1-based positions).
 
     Examples
     --------
@@ -78,8 +92,9 @@ def parse_verdicts(values, *, origin: str, positive=(), negative=(), skip=()) ->
     bad = np.flatnonzero(out == -2)
     if bad.size:
         i = int(bad[0])
+        row = i + 1 if rows is None else int(np.asarray(rows)[i])
         raise InputError(
-            f"{origin}: row {i + 1} has the verdict {_plain(pd.Series(values, dtype=object).iloc[i])!r}; a verdict is "
+            f"{origin}: row {row} has the verdict {_plain(pd.Series(values, dtype=object).iloc[i])!r}; a verdict is "
             "1/0, true/false, yes/no, correct/incorrect, accept/reject, or skip/unsure/cannot judge/ignore "
             f"({bad.size} row(s) affected; map a tool's own words with --positive/--negative/--skip)."
         )
