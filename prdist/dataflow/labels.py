@@ -16,6 +16,7 @@ disagree are counted, so that disagreement is visible, never silent.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -40,7 +41,9 @@ __all__ = [
     "lookup_labels",
     "normalise_keys",
     "read_label_file",
+    "label_studio_config",
     "read_store",
+    "store_status",
     "write_annotation_file",
 ]
 
@@ -268,30 +271,104 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     return csv_url, jsonl_url
 
 
-def write_annotation_file(run_dir: str, out: str, *, storage_options=None) -> int:
-    """Copy a run's annotation task to ``out`` (.csv, .jsonl or .parquet); return its item count.
+EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".json": "label-studio"}
+# What annotators must not see unless asked: the system's confidence biases the verdict.
+_SCORE_COLUMNS = ("rank", "score")
+CHOICES = ("correct", "incorrect", "cannot judge")
 
+
+def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: str | None = None,
+                          show_score: bool = False) -> int:
+    """Write a run's annotation task to ``out`` for annotators; return its item count.
+
+    ``fmt`` is csv, jsonl, parquet or label-studio (default: from the suffix of ``out``; .json
+    means label-studio). Label Studio gets tasks ``{"data": {key, every item column}}`` and, beside
+    ``out``, ``<out>.xml``: a labeling config with the choices correct / incorrect / cannot judge
+    (skipping a task also means cannot judge). Score and rank are left out unless ``show_score``.
     A run with nothing to annotate writes an empty task with the same columns.
     """
     fs, task_path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
     run_fs, manifest = filesystem(join_url(run_dir, "manifest.json"), storage_options)
     if not run_fs.exists(manifest):
         raise InputError(f"{run_dir!r} is not a committed run directory (no manifest.json). Name a directory printed by 'prdist run'.")
-    suffix = PurePosixPath(out).suffix.lower()
-    if suffix not in (".csv", ".jsonl", ".parquet"):
-        raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl or .parquet.")
+    fmt = fmt or EXPORT_FORMATS.get(PurePosixPath(out).suffix.lower())
+    if fmt not in EXPORT_FORMATS.values():
+        raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl, .parquet or .json (Label Studio), or give --format.")
     if fs.exists(task_path):
         with fs.open(task_path, "rb") as fh:
             task = pd.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
     else:
         task = pd.DataFrame(columns=["rank", "key", "score", "label"])
+    if not show_score:
+        task = task.drop(columns=[c for c in _SCORE_COLUMNS if c in task.columns])
+    if fmt == "label-studio":
+        items = task.drop(columns=["label"], errors="ignore")
+        tasks = [{"data": row} for row in json.loads(items.to_json(orient="records", force_ascii=False))]
+        payload = json.dumps(tasks, ensure_ascii=False, indent=1).encode("utf-8")
+        config = label_studio_config(list(items.columns)).encode("utf-8")
+        publish(resolve(out + ".xml", storage_options=storage_options), lambda fh: fh.write(config), exclusive=False)
+        publish(resolve(out, storage_options=storage_options), lambda fh: fh.write(payload), exclusive=False)
+        return len(task)
+
     def write(fh):
-        if suffix == ".csv":
+        if fmt == "csv":
             fh.write(task.to_csv(index=False).encode("utf-8"))
-        elif suffix == ".jsonl":
+        elif fmt == "jsonl":
             fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
         else:
             pq.write_table(pa.Table.from_pandas(task.astype({"label": "string"}), preserve_index=False), fh)
 
     publish(resolve(out, storage_options=storage_options), write, exclusive=False)  # whole or not at all
     return len(task)
+
+
+def label_studio_config(columns) -> str:
+    """A Label Studio labeling config showing every item column and asking for one verdict.
+
+    Examples
+    --------
+    >>> print(label_studio_config(["key", "text"]))  # doctest: +ELLIPSIS
+    <View>
+      <Header value="key"/>
+      <Text name="field_0" value="$key"/>
+    ...
+      <Choices name="verdict" toName="field_0" choice="single" showInline="true" required="true">
+        <Choice value="correct"/>
+    ...
+    """
+    from xml.sax.saxutils import quoteattr
+
+    lines = ["<View>"]
+    for i, column in enumerate(columns):
+        lines += [f"  <Header value={quoteattr(str(column))}/>", f"  <Text name=\"field_{i}\" value={quoteattr('$' + str(column))}/>"]
+    lines.append('  <Header value="Is this item correct? (Skip the task if nobody could judge it.)"/>')
+    lines.append('  <Choices name="verdict" toName="field_0" choice="single" showInline="true" required="true">')
+    lines += [f"    <Choice value={quoteattr(c)}/>" for c in CHOICES]
+    lines += ["  </Choices>", "</View>"]
+    return "\n".join(lines)
+
+
+def store_status(store: str, *, resource: str | None = None, rule: str = "majority", storage_options=None,
+                 key: str = "key", score: str = "score") -> dict:
+    """What the store holds: items, verdicts by kind, annotators with their record counts,
+    agreement and the disputed keys (only the keys of ``resource`` when given)."""
+    records = read_store(store, storage_options=storage_options).rename(columns={"label": "verdict"})
+    if resource is not None and len(records):
+        _, outside = keys_missing_from(resource, records["key"].unique(), storage_options=storage_options, key=key, score=score)
+        records = records[~records["key"].isin(outside)]
+    kinds = {k: 0 for k in ("correct", "incorrect", "cannot_judge", "disputed")}
+    disputed: list = []
+    if len(records):
+        outcomes = aggregate(records, rule)
+        kinds.update(outcomes.table["kind"].value_counts().to_dict())
+        disputed = outcomes.disputed()
+    return {
+        "store": store,
+        "rule": rule,
+        "items": int(records["key"].nunique()),
+        "records": int(len(records)),
+        "verdicts": {k: int(v) for k, v in kinds.items()},
+        "annotators": {str(a): int(n) for a, n in records["annotator"].value_counts().sort_index().items()},
+        "agreement": agreement(records).to_dict() if len(records) else {"krippendorff_alpha": None, "annotators": 0, "pairable_keys": 0},
+        "disputed_keys": [str(k) for k in disputed],
+    }
