@@ -346,8 +346,7 @@ def _add_run(sub) -> None:
     add("--r-tilde", dest="r_tilde", type=int, default=None, metavar="R", help="fully labeled prefix target (default ceil((D+2)/E))")
     add("--confidence", default="0.95", metavar="C|none", help="bounds that hold at every rank with probability C when labels are noisy draws from a non-increasing rate (default 0.95); 'none' for the paper's deterministic bounds")
     add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
-    add("--aggregate", choices=("majority", "latest", "dawid-skene"), default="majority",
-        help="how the verdicts of several annotators make one label (default majority of each one's latest)")
+    _add_aggregate(add)
     add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
     add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
     add("--seed", type=int, default=0, metavar="S", help="seed of every random draw (default 0)")
@@ -472,6 +471,7 @@ def _add_compare(sub) -> None:
         help="mixture weights of the joint estimator: overlap (default; the authors' heuristic) or balance",
     )  # fmt: skip
     add("--confidence", type=float, default=0.95, metavar="C", help="level of the intervals, in (0, 1) (default 0.95)")
+    _add_aggregate(add)
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
     add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for every URL, as a JSON object")
     add("--key", default="key", metavar="COL", help="key column of every system (default key)")
@@ -555,9 +555,16 @@ def _cmd_compare(args) -> int:
     return EXIT_OK
 
 
+def _add_aggregate(add) -> None:
+    from .verdicts import AGGREGATIONS
+
+    add("--aggregate", choices=AGGREGATIONS, default="majority",
+        help="how the verdicts of several annotators make one label: majority of each one's latest "
+             "(default; a tie is disputed), latest, or dawid-skene (3 or more annotators)")
+
+
 def _add_labels(sub) -> None:
     from .dataflow.label_formats import FORMATS
-    from .verdicts import AGGREGATIONS
 
     parser = sub.add_parser(
         "labels",
@@ -599,7 +606,7 @@ def _add_labels(sub) -> None:
     st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
     st.add_argument("--store", required=True, metavar="URL", help="the label store")
     st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
-    st.add_argument("--aggregate", choices=AGGREGATIONS, default="majority", help="how several verdicts make one (default majority)")
+    _add_aggregate(st.add_argument)
     st.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     st.add_argument("--key", default="key", metavar="COL", help="key column of --resource (default key)")
     st.add_argument("--score", default="score", metavar="COL", help="score column of --resource (default score)")

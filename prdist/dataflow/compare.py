@@ -972,27 +972,45 @@ def read_exhaustive(url: str, *, key_kind: str, storage_options=None) -> Exhaust
 
 @dataclass(frozen=True, eq=False)
 class LabeledSample:
-    """The joint sample with the labels the store holds, and what the lookup found."""
+    """The joint sample with the labels the store holds, and what the lookup found.
+
+    ``cannot_judge`` marks the drawn items nobody can judge: they never come back as a label,
+    so ``missing`` (what awaits annotation) leaves them out.
+    """
 
     sample: JointSample
     missing: int
     relabeled: int
     relabeled_examples: tuple[str, ...]
+    cannot_judge: np.ndarray | None = None
+    disputed: int = 0
+    agreement: dict = field(default_factory=dict)
+
+    @property
+    def awaiting(self) -> np.ndarray:
+        unknown = np.isnan(self.sample.labels)
+        return unknown if self.cannot_judge is None else unknown & ~self.cannot_judge
 
 
-def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None) -> LabeledSample:
-    """Look every drawn key up in the shared label store (by key: one label serves every system).
+def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None, rule: str = "majority") -> LabeledSample:
+    """Look every drawn key up in the shared label store (by key: one label serves every system),
+    several annotators' verdicts made one by ``rule``.
 
     A store that does not exist yet holds no labels.
     """
     keys = drawn.sample.keys
-    lookup = lookup_labels(store, keys, storage_options=storage_options)
-    values = lookup.labels.reindex(normalise_keys(keys).to_numpy()).to_numpy(dtype=np.float64)
+    lookup = lookup_labels(store, keys, storage_options=storage_options, rule=rule)
+    text = normalise_keys(keys).to_numpy()
+    values = lookup.labels.reindex(text).to_numpy(dtype=np.float64)
+    kinds = lookup.kinds.reindex(text).to_numpy(dtype=object)
     sample = drawn.sample.with_labels(keys, values)
-    return LabeledSample(sample, int(np.isnan(sample.labels).sum()), lookup.relabeled, lookup.examples)
+    cannot = kinds == "cannot_judge"
+    return LabeledSample(sample, int((np.isnan(sample.labels) & ~cannot).sum()), lookup.relabeled, lookup.examples,
+                         cannot_judge=cannot, disputed=int((kinds == "disputed").sum()),
+                         agreement=dict(lookup.agreement.to_dict(), rule=rule))
 
 
-def annotation_items(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
+def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None) -> pd.DataFrame:
     """The drawn items still without a label: what an annotator needs to see.
 
     Returns
@@ -1002,7 +1020,7 @@ def annotation_items(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
         systems that output it, ``;``-separated), ``draws`` (how often it was drawn in all), then
         ``score_<system>`` for every system (NaN where the system does not output it).
     """
-    unknown = np.isnan(sample.labels)
+    unknown = np.isnan(sample.labels) if awaiting is None else awaiting
     names = np.array(sample.systems, dtype=object)
     present = ~np.isnan(drawn.scores[unknown])
     frame = pd.DataFrame(
@@ -1122,24 +1140,27 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     missing = labeled.missing
     if missing == 0 and frame is None:
         raise ParameterError("write_compare needs the estimates ('frame') of a fully labeled sample.")
-    labels_fp = run_id(np.nan_to_num(sample.labels, nan=-1).astype(np.int8).tobytes().hex())
+    labels_fp = run_id(np.nan_to_num(sample.labels, nan=-1).astype(np.int8).tobytes().hex(),
+                       None if labeled.cannot_judge is None else np.flatnonzero(labeled.cannot_judge).tolist())
     fingerprints = [[s.name, s.resource.fingerprint] for s in systems]
     exhaustive_fp = None if exhaustive is None else exhaustive.fingerprint
     run = RunDirectory(out, run_id("compare", fingerprints, params.to_dict(), exhaustive_fp, labels_fp), storage_options)
     if run.is_committed():
         manifest = run.read_manifest()
-        return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+        return RunOutcome(run.url, manifest, manifest["counts"].get("awaiting", manifest["counts"]["unknown"]),
+                          manifest.get("annotation_task"), reused=True)
 
     run.write_table("sample.parquet", _sample_table(drawn, sample))
     task_url = None
     results = None
     if missing:
-        task_url, _ = export_annotation_task(annotation_items(drawn, sample), run.url, storage_options=storage_options)
+        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting), run.url, storage_options=storage_options)
     else:
         run.write_table("compare.parquet", frame)
         results = frame[["system", "precision", "precision_ci_low", "precision_ci_high", "recall", "pooled_recall", "n_samples"]]
         results = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
                    for row in results.to_dict(orient="records")]
+    unknown = int(np.isnan(sample.labels).sum())
     total_draws = int(sample.counts.sum())
     manifest = {
         "status": "complete",
@@ -1164,11 +1185,15 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
         },
         "counts": {
             "annotations": int(sample.keys.size),
-            "labeled": int(sample.keys.size - missing),
-            "unknown": int(missing),
+            "labeled": int(sample.keys.size - unknown),
+            "unknown": unknown,
+            "cannot_judge": int(0 if labeled.cannot_judge is None else labeled.cannot_judge.sum()),
+            "disputed": labeled.disputed,
+            "awaiting": int(missing),
             "draws": total_draws,
             "relabeled": labeled.relabeled,
         },
+        "agreement": labeled.agreement or None,
         "results": results,
         "diagnostics": diagnostics or {},
         "annotation_task": task_url,
@@ -1187,7 +1212,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
 def run_compare(systems, *, out: str, params: CompareParams, labels: str | None = None,
                 exhaustive: str | None = None, storage_options=None, client=None, key: str = "key",
                 score: str = "score", partition_rows: int = DEFAULT_PARTITION_ROWS,
-                bucket_rows: int = DEFAULT_BUCKET_ROWS) -> RunOutcome:
+                bucket_rows: int = DEFAULT_BUCKET_ROWS, rule: str = "majority") -> RunOutcome:
     """Compare systems end to end: open, draw, join, label, estimate, write (the flow's steps in order).
 
     Parameters
@@ -1236,9 +1261,11 @@ def run_compare(systems, *, out: str, params: CompareParams, labels: str | None 
         sample_of = read_exhaustive(exhaustive, key_kind=opened[0].resource.key_kind, storage_options=storage_options)
     drawn = draw_sample(opened, params, extra_keys=None if sample_of is None else sample_of.keys, client=client,
                         partition_rows=partition_rows, bucket_rows=bucket_rows)
-    labeled = attach_labels(drawn, labels, storage_options=storage_options)
+    labeled = attach_labels(drawn, labels, storage_options=storage_options, rule=rule)
     frame = diagnostics = None
     if labeled.missing == 0:
-        frame, diagnostics = estimate_systems(labeled.sample, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
+        from .unjudged import estimate_labeled
+
+        frame, diagnostics = estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
     return write_compare(opened, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,
                          labels=labels, exhaustive=sample_of, storage_options=storage_options)
