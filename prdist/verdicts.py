@@ -37,6 +37,8 @@ __all__ = [
     "VerdictWords",
     "aggregate",
     "agreement",
+    "dawid_skene_posterior",
+    "kinds_of",
     "parse_verdicts",
 ]
 
@@ -109,6 +111,18 @@ def _word(value) -> str:
 
 def _plain(value):
     return value.item() if hasattr(value, "item") else value
+
+
+def kinds_of(labels) -> np.ndarray:
+    """The outcome kind of plain labels (1 / 0 / NaN = no verdict yet), e.g. an oracle column's.
+
+    Examples
+    --------
+    >>> kinds_of([1.0, 0.0, float("nan")]).tolist()
+    ['correct', 'incorrect', 'missing']
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    return np.where(np.isnan(labels), "missing", np.where(labels == 1, "correct", "incorrect"))
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prdist import paula_bounds, plan_paula
+from prdist.bootstrap import bootstrap_bands
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.run import extract_items, open_for_run, read_items
 from prdist.errors import ParameterError
@@ -136,3 +137,11 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     missing = full.copy()
     missing[np.flatnonzero(planned.in_band_arm)[0]] = np.nan
     assert ev.bands(planned, items, missing, params) is None  # an arm with holes is not i.i.d.
+    # An item nobody can judge never comes back: the bands proceed without it, and say so.
+    settled = np.isnan(missing)
+    without = ev.bands(planned, items, missing, params, settled=settled)
+    assert without.attrs["cannot_judge_left_out"] == 1 and "missing at random" in without.attrs["assumption"]
+    kept = planned.in_band_arm & ~settled
+    alone = bootstrap_bands(items["score"].to_numpy()[kept], full[kept], delta=params.delta, replicates=params.replicates,
+                            seed=params.seed)
+    np.testing.assert_array_equal(without["band_lower"], alone["band_lower"])

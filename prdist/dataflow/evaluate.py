@@ -19,7 +19,7 @@ from ..bounds import paula_bounds
 from ..errors import DataError, ParameterError
 from ..plan import plan_paula
 from ..sampling import estimate_random, estimate_stratified, plan_random, plan_stratified
-from ..verdicts import AGGREGATIONS
+from ..verdicts import AGGREGATIONS, kinds_of
 from .artifacts import run_id
 from .labels import LabelLookup, lookup_labels, normalise_keys
 from .storage import join_url
@@ -262,8 +262,7 @@ def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, sto
         bad = ~np.isnan(values) & (values != 0) & (values != 1)
         if bad.any():
             raise ParameterError(f"The oracle column {oracle_column!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
-        kinds = np.where(np.isnan(values), "missing", np.where(values == 1, "correct", "incorrect"))
-        return LabelResolution(values, kinds, from_oracle=int((~np.isnan(values)).sum()), from_store=0, relabeled=0)
+        return LabelResolution(values, kinds_of(values), from_oracle=int((~np.isnan(values)).sum()), from_store=0, relabeled=0)
     lookup: LabelLookup = lookup_labels(store, items["key"], storage_options=storage_options, rule=rule)
     keys = normalise_keys(items["key"])
     values = lookup.labels.reindex(keys).to_numpy(dtype=np.float64)
@@ -327,7 +326,7 @@ def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, k
     missing (see :class:`LabelResolution`); without ``kinds`` it follows from the labels.
     """
     if kinds is None:
-        kinds = np.where(np.isnan(labels), "missing", np.where(labels == 1, "correct", "incorrect"))
+        kinds = kinds_of(labels)
     return pd.DataFrame(
         {
             "rank": planned.ranks.astype(np.int64),
