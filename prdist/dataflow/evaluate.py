@@ -283,13 +283,23 @@ class Estimate:
 
 
 def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams) -> Estimate:
-    """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items."""
+    """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items.
+
+    PAULA's deterministic bounds (``confidence`` None) also take every other known verdict of
+    the run (the bands' random arm) where it tightens them: :func:`with_every_label`.
+    """
+    every = labels
     labels = planned.plan_labels(labels)
     if planned.method == "paula":
         kwargs = {} if params.confidence is None else {"confidence": params.confidence}
         b = paula_bounds(planned.plan, labels, **kwargs)
         cutoffs = {t: derived.deepest_rank(b, t) for t in params.targets}
-        return Estimate(b.table(), cutoffs, derived.average_precision_bounds(b), b.diagnostics.to_dict(), b)
+        table, diagnostics = b.table(), b.diagnostics.to_dict()
+        if params.confidence is None:
+            table = with_every_label(table, planned.ranks, every)
+            diagnostics["tightened_by_other_labels"] = int((table["yield_lower"] != b.table()["yield_lower"]).sum()
+                                                           + (table["yield_upper"] != b.table()["yield_upper"]).sum())
+        return Estimate(table, cutoffs, derived.average_precision_bounds(b), diagnostics, b)
     plan = planned.plan
     if planned.method == "random":
         ranks = _evaluation_ranks(plan.n, params)
@@ -310,6 +320,32 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         }
     )
     return Estimate(table, {}, None, diagnostics)
+
+
+def with_every_label(table: pd.DataFrame, ranks: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
+    """Tighten a bounds table with the assumption-free counts of every known verdict.
+
+    Whatever arm a verdict came from, the yield at rank r is at least the number of items known
+    correct at ranks <= r and at most r minus those known incorrect. Where the two disagree
+    (the table's own assumptions are false there), the counts, which need none, are kept.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"rank": [2, 4], "precision_lower": [0.0, 0.0], "precision_upper": [1.0, 1.0],
+    ...                   "yield_lower": [0.0, 0.0], "yield_upper": [2.0, 4.0]})
+    >>> with_every_label(t, np.array([1, 3, 4]), np.array([1.0, 0.0, np.nan]))[["yield_lower", "yield_upper"]].values.tolist()
+    [[1.0, 2.0], [1.0, 3.0]]
+    """
+    r = table["rank"].to_numpy()
+    at = np.searchsorted(ranks, r, side="right")
+    correct = np.concatenate(([0], np.cumsum(labels == 1)))[at]
+    incorrect = np.concatenate(([0], np.cumsum(labels == 0)))[at]
+    lower = np.maximum(table["yield_lower"].to_numpy(), correct)
+    upper = np.minimum(table["yield_upper"].to_numpy(), r - incorrect)
+    crossed = lower > upper
+    lower, upper = np.where(crossed, correct, lower), np.where(crossed, r - incorrect, upper)
+    return table.assign(yield_lower=lower.astype(np.float64), yield_upper=upper.astype(np.float64),
+                        precision_lower=lower / r, precision_upper=upper / r)
 
 
 def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
