@@ -14,11 +14,8 @@ import pandas as pd
 
 from .. import derived
 from .._validation import check_choice, check_float, check_int
-from ..bootstrap import bootstrap_bands
-from ..bounds import paula_bounds
 from ..errors import DataError, ParameterError
 from ..plan import plan_paula
-from ..sampling import estimate_random, estimate_stratified, plan_random, plan_stratified
 from .artifacts import run_id
 from .labels import LabelLookup, lookup_labels, normalise_keys
 from .storage import join_url
@@ -144,6 +141,8 @@ def with_band_arm(planned: PlannedRanks, arm: np.ndarray) -> PlannedRanks:
 
 def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
     """Plan the annotations of ``params.method`` (plus the bands' random arm) for ``n`` items."""
+    from ..sampling import plan_random, plan_stratified  # SciPy: imported by the steps that compute
+
     paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
     if params.method == "paula":
         role, grid_index = paula.roles()
@@ -161,6 +160,8 @@ def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
 
 def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     """The uniform random arm that feeds the bootstrap bands (its own seed stream)."""
+    from ..sampling import plan_random
+
     seed = np.random.SeedSequence([params.seed, 0xBA7D5])
     return plan_random(n, size=min(n, params.band_sample), seed=seed).ranks
 
@@ -172,6 +173,8 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; an arm with
     unknown labels is not one (dropping them could bias it), so bands wait for every label.
     """
+    from ..bootstrap import bootstrap_bands
+
     if planned.in_band_arm is None:
         return None
     arm_labels = labels[planned.in_band_arm]
@@ -242,6 +245,9 @@ class Estimate:
 
 def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams) -> Estimate:
     """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items."""
+    from ..bounds import paula_bounds
+    from ..sampling import estimate_random, estimate_stratified
+
     labels = planned.plan_labels(labels)
     if planned.method == "paula":
         kwargs = {} if params.confidence is None else {"confidence": params.confidence}

@@ -24,7 +24,7 @@ from .resource import Resource, extract_ranks, open_resource
 from .select import select_ranks
 from .storage import filesystem, write_parquet
 
-__all__ = ["exact_precision", "extract_items", "open_for_run", "read_items", "summary_markdown", "write_run"]
+__all__ = ["committed_run", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "summary_markdown", "write_run"]
 
 
 def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
@@ -103,13 +103,38 @@ def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | Non
     return pd.DataFrame({"rank": ranks, "precision": y[ranks - 1] / ranks})
 
 
+def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: str) -> RunDirectory:
+    """The directory of the run of ``resource`` under ``params`` with these labels: its id hashes all three."""
+    labels_fp = run_id(np.nan_to_num(resolution.labels, nan=-1).astype(np.int8).tobytes().hex())
+    return RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
+
+
+def _reused(run: RunDirectory) -> RunOutcome:
+    manifest = run.read_manifest()
+    return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+
+
+def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, labels: str | None) -> RunOutcome | None:
+    """The committed run these inputs make, found without a cluster or an orchestrator; None if there is none.
+
+    The extraction is staged keyed by the input fingerprint and the parameters: its items give the
+    keys whose labels (looked up now) complete the run id. No staged items, no run.
+    """
+    staging = ev.staging_url(out, resource, params)
+    fs, path = filesystem(staging, resource.storage_options)
+    if not fs.exists(path):
+        return None
+    items = read_items(staging, resource)
+    resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels, storage_options=resource.storage_options)
+    run = run_directory(resource, params, resolution, out=out)
+    return _reused(run) if run.is_committed() else None
+
+
 def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run."""
-    labels_fp = run_id(np.nan_to_num(resolution.labels, nan=-1).astype(np.int8).tobytes().hex())
-    run = RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
+    run = run_directory(resource, params, resolution, out=out)
     if run.is_committed():
-        manifest = run.read_manifest()
-        return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+        return _reused(run)
 
     plan_frame = ev.plan_table(planned, items, resolution.labels)
     run.write_table("plan.parquet", plan_frame)
