@@ -409,6 +409,7 @@ def _cmd_run(args) -> int:
 
     print(run_summary(outcome.url, storage_options=storage_options))
     print(outcome.url)
+    _say_where_it_ran(args)
     if outcome.awaiting:
         print(f"prdist: {outcome.awaiting}", file=sys.stderr)
         return EXIT_AWAITING_LABELS
@@ -448,16 +449,22 @@ def _run_flow(flow, parameters: dict, storage_options, args):
 
 
 def _on_prefect(args) -> bool:
-    """Whether this command's flows run on Prefect: --prefect or a configured API. Said once, on stderr."""
+    """Whether this command's flows run on Prefect: --prefect or a configured API (decided once)."""
     if getattr(args, "on_prefect", None) is None:
-        from flows._runner import IN_PROCESS_NOTE, configured_api
+        from flows._runner import configured_api
 
         args.on_prefect = bool(args.prefect or configured_api())
         if args.on_prefect:
             _quiet_prefect_console(args)
-        else:
-            print(f"prdist: {IN_PROCESS_NOTE}", file=sys.stderr)
     return args.on_prefect
+
+
+def _say_where_it_ran(args) -> None:
+    """After a flow ran in-process, one stderr line says so (after: an error stays the only line)."""
+    if getattr(args, "on_prefect", None) is False:
+        from flows._runner import IN_PROCESS_NOTE
+
+        print(f"prdist: {IN_PROCESS_NOTE}", file=sys.stderr)
 
 
 def _demo_resource(args, storage_options) -> str:
@@ -571,6 +578,7 @@ def _cmd_compare(args) -> int:
         confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler, key=args.key, score=args.score,
     )  # fmt: skip
     outcome = _run_flow(compare_systems, parameters, storage_options, args)
+    _say_where_it_ran(args)
     url = outcome.url
     if outcome.awaiting:
         print(url)
