@@ -1,11 +1,13 @@
 """Prefect flow: evaluate one release of a ranked resource.
 
 open -> plan -> extract the planned items -> labels -> estimate -> (bands) -> write the run.
-Wiring only: every task calls one function of ``prdist``. Each stage is one coarse task that
-drives Dask through a ``distributed.Client`` itself; retries are on the I/O tasks only. The
-extraction of planned items (the expensive pass over the resource) is cached as a staged Parquet
-file keyed by the input fingerprint and the parameters, so a rerun after a crash or after labels
-arrive resumes there; the run itself is found by its id and not redone.
+Wiring only: every step calls one function of ``prdist``. Steps are :func:`flows._policies.step`
+tasks: task runs on Prefect, the plain functions when the command line runs the flow in-process
+(``flows/_runner.py``). The steps that compute drive Dask through a ``distributed.Client`` of one
+cluster per run (started when first needed, none below the size where one pays); retries are on
+the I/O steps only. The extraction of planned items (the expensive pass over the resource) is
+staged as a Parquet file keyed by the input fingerprint and the parameters, so a rerun after a
+crash or after labels arrive resumes there; the run itself is found by its id and not redone.
 """
 
 from __future__ import annotations

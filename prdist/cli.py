@@ -454,8 +454,7 @@ def _on_prefect(args) -> bool:
         from flows._runner import configured_api
 
         args.on_prefect = bool(args.prefect or configured_api())
-        if args.on_prefect:
-            _quiet_prefect_console(args)
+        _quiet_prefect_console(args)  # Prefect, imported, logs to the console on either runner
     return args.on_prefect
 
 

@@ -135,3 +135,19 @@ def test_every_public_name_is_importable_from_prdist():
         assert getattr(prdist, name) is not None, name
     with pytest.raises(AttributeError):
         prdist.no_such_name  # noqa: B018
+
+
+def test_an_unreachable_api_is_one_line_naming_the_variable(tmp_path, release):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "prdist", "run", "--resource", release, "--oracle-column", "label",
+                           "--out", str(tmp_path / "runs")], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("prdist: error: The Prefect API at") and "PREFECT_API_URL" in line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("*/manifest.json"))

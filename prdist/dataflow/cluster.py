@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import sys
@@ -130,8 +131,7 @@ def _new_client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
                 f"Could not reach the Dask scheduler at {scheduler!r} ({exc}). "
                 "Check the address, or leave --scheduler out to use a local cluster."
             ) from None
-        with client:
-            _show_dashboard(client)
+        with client:  # its owner knows its dashboard: only a cluster started here announces one
             yield client
         return
     n = workers or max(1, min(4, os.cpu_count() or 1))
@@ -140,15 +140,13 @@ def _new_client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
     level = quiet.level
     quiet.setLevel(logging.WARNING)
     try:
-        with dask.config.set(WORKER_MALLOC_CONFIG), LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_kwargs={"dashboard": False}, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+        # The dashboard needs bokeh, an optional dependency: served (on a free port) when it is installed.
+        dashboard = importlib.util.find_spec("bokeh") is not None
+        with dask.config.set(WORKER_MALLOC_CONFIG), LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_kwargs={"dashboard": dashboard}, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
             client.register_plugin(QuietPrdistErrors())
-            _show_dashboard(client)
+            if dashboard:
+                print(f"prdist: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
             yield client
     finally:
         quiet.setLevel(level)
 
-
-def _show_dashboard(client: Client) -> None:
-    """One stderr line with the cluster's dashboard, when it serves one (bokeh installed, not disabled)."""
-    if "dashboard" in client.scheduler_info().get("services", {}):
-        print(f"prdist: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
