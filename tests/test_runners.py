@@ -151,3 +151,29 @@ def test_an_unreachable_api_is_one_line_naming_the_variable(tmp_path, release):
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("prdist: error: The Prefect API at") and "PREFECT_API_URL" in line
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("*/manifest.json"))
+
+
+def test_a_step_outside_a_flow_run_is_its_function_under_the_same_retry_policy():
+    from flows._policies import IN_MEMORY, step
+    from prdist.dataflow.storage import StorageUnavailable
+    from prdist.errors import DataError
+
+    calls = []
+
+    @step(retries=2, retry_delay_seconds=[0, 0], **IN_MEMORY)
+    def flaky(failures: list):
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return len(calls)
+
+    assert flaky([OSError("connection reset"), StorageUnavailable("endpoint down")]) == 3  # two retries
+    calls.clear()
+    with pytest.raises(DataError):  # bad input is never retried
+        flaky([DataError("bad score")])
+    assert len(calls) == 1
+    calls.clear()
+    with pytest.raises(OSError):  # retries run out
+        flaky([OSError("a"), OSError("b"), OSError("c")])
+    assert len(calls) == 3
+    assert type(flaky.with_options(retries=0)) is type(flaky)  # tests turn retries off and keep a step
