@@ -13,13 +13,19 @@ only) in the same session, each case beside the new one; the resource is written
 checkout's ``prdist synth``) and read by both. Goals of issue 18: --help <= 0.5 s, budget <= 0.8 s,
 10,000 labels <= 2 s, committed rerun <= 2 s, fresh 2e6 run <= 12 s, 8 at once all succeed.
 
+``--without-bytecode`` also times this checkout without ``.pyc`` files. The Makefile now installs
+the dependencies' bytecode (``uv pip sync --compile-bytecode``; uv, unlike pip, does not by
+default), and where ``PYTHONDONTWRITEBYTECODE`` is set (as on the development machine) a venv
+built without it compiles every imported module on every start. The column separates that gain
+from the code's.
+
 No Prefect API is configured (``PREFECT_API_URL`` is removed from the environment): the default of
 a new user. The 1-minute load average is printed beside every row: above the number of cores,
 the figures are contaminated by other work.
 
 Usage::
 
-    python benchmarks/bench_cli.py --before /work/main
+    python benchmarks/bench_cli.py --before /work/main --without-bytecode
     python benchmarks/bench_cli.py --repeats 1 --skip concurrent
 """
 
@@ -45,26 +51,28 @@ CONCURRENT = 8
 GOALS = {"--help": 0.5, "budget": 0.8, "labels import 10,000": 2.0, "committed rerun": 2.0, "fresh run 2e6": 12.0}
 
 
-def environment() -> dict[str, str]:
+def environment(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
-    return env
+    return {**env, **extra}
 
 
-def timed(argv: list[str], cwd: Path) -> tuple[float, int, str]:
+def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, int, str]:
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=environment(), capture_output=True, text=True)
+    done = subprocess.run(argv, cwd=cwd, env=env or environment(), capture_output=True, text=True)
     lines = done.stderr.strip().splitlines()
-    return time.perf_counter() - started, done.returncode, lines[-1] if lines else ""
+    ours = [line for line in lines if line.startswith("prdist")]  # the command's message, not a log record
+    return time.perf_counter() - started, done.returncode, (ours or lines or [""])[-1]
 
 
 class Checkout:
-    """One checkout's ``prdist`` and a scratch directory for its outputs."""
+    """One checkout's ``prdist``, its environment and a scratch directory for its outputs."""
 
-    def __init__(self, name: str, root: Path, scratch: Path):
+    def __init__(self, name: str, root: Path, scratch: Path, **env: str):
         self.name, self.prdist = name, str(root / ".venv" / "bin" / "prdist")
         self.scratch = scratch / name
         self.scratch.mkdir(parents=True)
+        self.env = environment(**env)
         self._fresh = 0
 
     def fresh(self, what: str) -> Path:
@@ -82,7 +90,7 @@ def case_commands(co: Checkout, resource: str, labels_file: str):
 
     def single(argv_of):
         def go():
-            seconds, code, last = timed(argv_of(), co.scratch)
+            seconds, code, last = timed(argv_of(), co.scratch, co.env)
             return seconds, code == 0, "" if code == 0 else f"exit {code}: {last}"
         return go
 
@@ -90,7 +98,7 @@ def case_commands(co: Checkout, resource: str, labels_file: str):
         outs = [str(co.fresh("concurrent")) for _ in range(CONCURRENT)]
         started = time.perf_counter()
         with ThreadPoolExecutor(CONCURRENT) as pool:
-            results = list(pool.map(lambda out: timed(co.cmd(*run_args, "--out", out), co.scratch), outs))
+            results = list(pool.map(lambda out: timed(co.cmd(*run_args, "--out", out), co.scratch, co.env), outs))
         failures = [last for _, code, last in results if code != 0]
         note = f"{CONCURRENT - len(failures)}/{CONCURRENT} succeeded" + (f"; e.g. {failures[0][:90]}" if failures else "")
         return time.perf_counter() - started, not failures, note
@@ -99,7 +107,7 @@ def case_commands(co: Checkout, resource: str, labels_file: str):
         "--help": single(lambda: co.cmd("--help")),
         "budget": single(lambda: co.cmd("budget", "--n", "1000000000")),
         "labels import 10,000": single(lambda: co.cmd("labels", "import", "--store", str(co.fresh("store")), labels_file)),
-        "committed rerun": (lambda: timed(co.cmd(*run_args, "--out", committed_out), co.scratch),
+        "committed rerun": (lambda: timed(co.cmd(*run_args, "--out", committed_out), co.scratch, co.env),
                             single(lambda: co.cmd(*run_args, "--out", committed_out))),
         "fresh run 2e6": single(lambda: co.cmd(*run_args, "--out", str(co.fresh("fresh")))),
         "8 runs at once": concurrent,
@@ -119,6 +127,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, default=None, help="a checkout with its own .venv to time beside this one")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--without-bytecode", action="store_true",
+        help="also time this checkout as installed without .pyc files (an empty PYTHONPYCACHEPREFIX): "
+             "the Makefile now installs bytecode, a checkout built before did not",
+    )  # fmt: skip
     parser.add_argument("--skip", action="append", default=[], help="a case to leave out (a word of its name)")
     parser.add_argument("--dir", default=None, help="scratch directory (default: a temporary one)")
     args = parser.parse_args()
@@ -126,6 +139,10 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="bench-cli-", dir=args.dir))
     try:
         checkouts = [Checkout("new", HERE, scratch)]
+        if args.without_bytecode:
+            (scratch / "no-pyc").mkdir()
+            checkouts.append(Checkout("new, no .pyc", HERE, scratch, PYTHONPYCACHEPREFIX=str(scratch / "no-pyc"),
+                                      PYTHONDONTWRITEBYTECODE="1"))
         if args.before is not None:
             checkouts.append(Checkout("before", args.before, scratch))
         resource = str(scratch / "resource")
@@ -137,20 +154,17 @@ def main() -> None:
 
         commands = {co.name: case_commands(co, resource, labels_file) for co in checkouts}
         print(f"prdist command timings, median of {args.repeats} (s); {os.cpu_count()} cores; no Prefect API configured")
-        header = f"{'case':<22} {'new':>8} {'goal':>6}" + (f" {'before':>8} {'x':>6}" if len(checkouts) > 1 else "") + f" {'load':>5}  notes"
-        print(header)
+        others = [co.name for co in checkouts[1:]]
+        print(f"{'case':<22} {'new':>8} {'goal':>6}" + "".join(f" {name:>12} {'x':>5}" for name in others) + f" {'load':>5}  notes")
         for case in commands["new"]:
             if any(word in case for word in args.skip):
                 continue
             row = {name: measure(commands[name][case], args.repeats) for name in commands}
-            new_s, new_ok, new_note = row["new"]
+            new_s, new_ok, _ = row["new"]
             goal = GOALS.get(case)
             line = f"{case:<22} {new_s:>8.2f} {goal if goal else 'all ok':>6}"
-            notes = [f"new: {new_note}"] if new_note else []
-            if "before" in row:
-                old_s, _, old_note = row["before"]
-                line += f" {old_s:>8.2f} {old_s / new_s:>6.1f}"
-                notes += [f"before: {old_note}"] if old_note else []
+            line += "".join(f" {row[name][0]:>12.2f} {row[name][0] / new_s:>5.1f}" for name in others)
+            notes = [f"{name}: {note}" for name, (_, _, note) in row.items() if note]
             line += f" {os.getloadavg()[0]:>5.1f}  " + ("; ".join(notes) if notes else ("ok" if new_ok else "FAILED"))
             print(line, flush=True)
     finally:

@@ -177,3 +177,14 @@ def test_a_step_outside_a_flow_run_is_its_function_under_the_same_retry_policy()
         flaky([OSError("a"), OSError("b"), OSError("c")])
     assert len(calls) == 3
     assert type(flaky.with_options(retries=0)) is type(flaky)  # tests turn retries off and keep a step
+
+
+def test_a_temporary_server_that_does_not_come_up_in_time_is_one_line_naming_the_timeout(tmp_path, release):
+    env = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "prdist", "run", "--prefect", "--resource", release, "--oracle-column", "label",
+                           "--out", str(tmp_path / "runs")], capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    ours = [line for line in done.stderr.splitlines() if line.startswith("prdist")]
+    assert len(ours) == 1 and "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in ours[0], done.stderr
+    assert "Traceback" not in done.stderr
