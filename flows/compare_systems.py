@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist.dataflow import compare as cmp
 from prdist.dataflow.artifacts import RunOutcome
-from prdist.dataflow.cluster import dask_client, one_cluster
+from prdist.dataflow.cluster import dask_client
 from prdist.importance import SamplingDistribution
 
 

@@ -6,7 +6,7 @@ from prefect import flow
 from pydantic import SecretStr
 
 from flows._policies import IO_RETRIES, step, unsealed
-from prdist.dataflow.cluster import dask_client, one_cluster
+from prdist.dataflow.cluster import dask_client
 from prdist.dataflow.synth import model_from_description, write_synthetic
 
 
