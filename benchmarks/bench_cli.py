@@ -26,7 +26,7 @@ the figures are contaminated by other work.
 Usage::
 
     python benchmarks/bench_cli.py --before /work/main --without-bytecode
-    python benchmarks/bench_cli.py --repeats 1 --skip concurrent
+    python benchmarks/bench_cli.py --repeats 1 --skip once
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def main() -> None:
         help="also time this checkout as installed without .pyc files (an empty PYTHONPYCACHEPREFIX): "
              "the Makefile now installs bytecode, a checkout built before did not",
     )  # fmt: skip
-    parser.add_argument("--skip", action="append", default=[], help="a case to leave out (a word of its name)")
+    parser.add_argument("--skip", action="append", default=[], help="leave out the cases whose name holds this text (e.g. once: the 8 runs at once)")
     parser.add_argument("--dir", default=None, help="scratch directory (default: a temporary one)")
     args = parser.parse_args()
 
