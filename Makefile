@@ -4,7 +4,7 @@ VENV   := .venv
 UV_VERSION := 0.13.9
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-all lock clean
+.PHONY: demo test test-fast test-all lock clean bench-env
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,12 @@ lock:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+## bench-env: the benchmark peers (Polars, DuckDB) in their own environment, never the product's
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: benchmarks/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r benchmarks/requirements.txt
+	touch $@
+
+bench-env: $(STAMP) $(BENCH_VENV)/.installed

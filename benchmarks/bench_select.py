@@ -53,9 +53,9 @@ from distributed import Client, LocalCluster
 
 from prdist import population
 from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
-from prdist.dataflow.resource import open_resource
+from prdist.dataflow import open_resource
 from prdist.dataflow.select import select_ranks
-from prdist.dataflow.synth import MARKER, write_synthetic
+from prdist.dataflow.synth import SYNTH_MARKER, write_synthetic
 from prdist.plan import plan_paula
 
 MODEL = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
@@ -129,7 +129,7 @@ def resource_path(data_dir: str, n: int, seed: int) -> str:
 def ensure_resource(client, data_dir: str, n: int, seed: int) -> tuple[str, float | None]:
     """The shuffled resource of n rows: reused if a complete one exists, else written now."""
     path = resource_path(data_dir, n, seed)
-    if os.path.exists(os.path.join(path, MARKER)):
+    if os.path.exists(os.path.join(path, SYNTH_MARKER)):
         return path, None
     if os.path.exists(path):
         shutil.rmtree(path)  # an interrupted write

@@ -1,7 +1,7 @@
 """Benchmark: bytes read to extract a PAULA plan from a sorted resource, against a full scan.
 
 Claim measured (in one run, the same files on local disk and on S3): on a resource sorted by
-descending score, ``prdist.dataflow.resource.extract_ranks`` reads only the row groups that hold
+descending score, ``prdist.dataflow.extract.extract_ranks`` reads only the row groups that hold
 the ranks of a PAULA plan (eps 0.03, window 100) — the goal is under 1 % of the resource's bytes
 at n = 1e8 — where the obvious way, ``dask.dataframe.read_parquet`` of the key, score and label
 columns with the same ranks taken by position (one pass, one partition per file), reads all of
@@ -43,13 +43,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,33 +64,22 @@ from distributed import Client, LocalCluster
 
 from prdist import population
 from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
-from prdist.dataflow.resource import extract_ranks, open_resource
+from prdist.dataflow import extract_ranks, open_resource
 from prdist.dataflow.synth import write_synthetic
 from prdist.plan import plan_paula
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from seaweed import admin_identity, running_s3  # noqa: E402  (shared with tests/conftest.py)
 
 MODEL = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
 COLUMNS = ["key", "score", "label"]
 EPS, WINDOW = 0.03, 100
-WEED = Path(sys.executable).parent / "weed"
 BUCKET = "prdist-bench"
 
 
 # --------------------------------------------------------------------------------------------
-# An S3 server on loopback (the start logic of tests/conftest.py, with room for gigabytes: the
-# fixture's 32 volumes of 64 MB hold 2 GB)
-
-
-def _free_ports(count: int) -> list[int]:
-    holders = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            holders.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in holders]
-    finally:
-        for s in holders:
-            s.close()
+# An S3 server on loopback (tests/seaweed.py, with room for gigabytes: the test fixture's 32
+# volumes of 64 MB hold 2 GB)
 
 
 @contextlib.contextmanager
@@ -103,65 +88,13 @@ def seaweed_s3(workdir: Path, *, timeout: float = 60.0):
 
     Stopped (SIGTERM, then SIGKILL) and its data directory deleted afterwards.
     """
-    import botocore.session
-    from botocore.config import Config
-
     key, secret = "prdist-bench-key", f"prdist-bench-secret-{uuid.uuid4().hex}"
-    (workdir / "data").mkdir(parents=True)
-    config = workdir / "s3.json"
-    config.write_text(json.dumps({"identities": [
-        {"name": "admin", "credentials": [{"accessKey": key, "secretKey": secret}],
-         "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}))
-    s3, master, volume, filer, s3_grpc, master_grpc, volume_grpc, filer_grpc = _free_ports(8)
-    args = [
-        str(WEED), "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-        f"-master.port={master}", f"-master.port.grpc={master_grpc}",
-        f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-        f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
-        "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
-        f"-s3.config={config}", "-s3.autoCreateBucket=false",
-        f"-filer.localSocket={workdir / 'filer.sock'}", f"-s3.localSocket={workdir / 's3.sock'}",
-        "-master.telemetry=false", "-volume.preStopSeconds=0",
-        "-master.volumeSizeLimitMB=1024", "-volume.max=64",
-    ]
-    log = workdir / "weed.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True)
-    sockets = [Path(f"/tmp/seaweedfs-{role}-grpc-{port}.sock") for role, port in
-               (("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc), ("s3", s3_grpc))]
-    endpoint = f"http://127.0.0.1:{s3}"
-    try:
-        client = botocore.session.get_session().create_client(
-            "s3", endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret,
-            region_name="us-east-1", config=Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=5))
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"weed exited with code {proc.returncode}; see {log}")
-            try:
-                client.list_buckets()
-                break
-            except Exception:  # not up yet
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"SeaweedFS S3 did not answer at {endpoint} within {timeout:.0f} s; see {log}") from None
-                time.sleep(0.2)
+    identities = {"identities": [admin_identity(key, secret)]}
+    with running_s3(workdir, identities, key, secret, timeout=timeout, volume_mb=1024, volumes=64) as endpoint:
         options = {"key": key, "secret": secret, "endpoint_url": endpoint}
         fs = s3fs.S3FileSystem(skip_instance_cache=True, **options)
         fs.mkdir(BUCKET)
         yield options, fs
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=1.0)  # weed's graceful stop hangs: SIGKILL after a second
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
-        for sock in sockets:
-            with contextlib.suppress(FileNotFoundError):
-                sock.unlink()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------

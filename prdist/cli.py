@@ -166,12 +166,19 @@ def _cmd_budget(args) -> int:
     }
     if args.json:
         _print_json(result)
-        return EXIT_OK
+    else:
+        _print_budget_table(result, plan)
+    return EXIT_OK
+
+
+def _print_budget_table(result: dict, plan) -> None:
+    """``prdist budget``'s table: every figure with what it means."""
 
     def text(key, fmt="{}"):
         return "n/a" if result[key] is None else fmt.format(result[key])
 
-    baseline = f"p_min {p_min:g}, delta {delta:g}"
+    n, window = result["n"], result["window"]
+    baseline = f"p_min {result['p_min']:g}, delta {result['delta']:g}"
     rows = [
         ("r_tilde", text("r_tilde"), "rank beyond which precision is assumed monotone"),
         ("l, L", f"{plan.l}, {plan.L}", "first and last grid index; g_j = ceil((1+eps)^j)"),
@@ -207,9 +214,8 @@ def _cmd_budget(args) -> int:
     for name, value, meaning in rows:
         print(f"  {name:<{name_width}}  {value:>{value_width}}  {meaning}")
     print(f"precondition met: {'yes' if plan.precondition_met else 'no'}")
-    for note in notes:
+    for note in result["notes"]:
         print(f"note: {note}")
-    return EXIT_OK
 
 
 # Model options of `prdist synth` when none are given: the cases of Hughes-Oliver's paper.
@@ -537,9 +543,28 @@ def _add_compare(sub) -> None:
     parser.set_defaults(handler=_cmd_compare)
 
 
+def parse_system(text: str) -> tuple[str, str]:
+    """Split a ``NAME=URL`` system option into its name and URL.
+
+    Examples
+    --------
+    >>> parse_system("reverb=s3://bucket/reverb")
+    ('reverb', 's3://bucket/reverb')
+    """
+    name, sep, url = str(text).partition("=")
+    if not sep or not name or not url.strip():
+        raise InputError(
+            f"--system {text!r} is not NAME=URL. Write it like 'reverb=s3://bucket/systems/reverb'."
+        )
+    from .dataflow.compare_params import check_system_name
+
+    check_system_name(name)
+    return name, url
+
+
+
 def _cmd_compare(args) -> int:
     from ._validation import check_float, check_int
-    from .dataflow.compare import parse_system
     from .dataflow.storage import filesystem, join_url
 
     # Everything checkable without reading data is checked here, under the option names.
@@ -682,7 +707,7 @@ def _add_release(sub) -> None:
 
 
 def _cmd_release(args) -> int:
-    from .release import emit_release, release_event
+    from .cli_release import emit_release, release_event
 
     event = release_event(args.resource, labels=args.labels, out=args.out)
     if args.dry_run:
@@ -691,6 +716,48 @@ def _cmd_release(args) -> int:
     api = emit_release(event, api_url=args.api_url)
     print(f"prdist release: {event.name} for {event.resource} sent to {api}")
     print(event.id)
+    return EXIT_OK
+
+
+def _add_history(sub) -> None:
+    parser = sub.add_parser(
+        "history",
+        help="precision across releases: bounds at fixed ranks, certain changes flagged",
+        description=(
+            "Read the committed PAULA runs under a runs root (manifests and plans only), group them "
+            "into series, and write history.parquet (one row per run and rank) and history.html "
+            "(the bounds at each rank across releases). A change is 'down' or 'up' only when it is "
+            "certain; confidence bounds split their error budget over the releases of a series, so "
+            "all flags of a series hold at once. Prints the output directory last."
+        ),
+    )
+    add = parser.add_argument
+    add("--runs", required=True, metavar="URL", help="root of the run directories (the --out of prdist run)")
+    add("--series", default=None, metavar="NAME", help="only this series (default: every series found)")
+    add("--ranks", default=None, metavar="R,R,...", help="ranks to follow (default: the latest run's guaranteed cut-offs and the powers of ten)")
+    add("--out", default=None, metavar="DIR", help="output directory (default: <runs>/_history)")
+    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    parser.set_defaults(handler=_cmd_history)
+
+
+def _cmd_history(args) -> int:
+    from .dataflow.history import write_history
+
+    ranks = None
+    if args.ranks is not None:
+        parts = args.ranks.split(",")
+        if not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+            raise InputError(f"--ranks must be ranks (whole numbers >= 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
+        ranks = sorted({int(p) for p in parts})
+    options = _json_object_option(args.storage_options, option="--storage-options")
+    out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
+    changed = table[table["change"] != ""]
+    print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
+          f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
+    for row in changed.itertuples():
+        print(f"  {row.series}: run {row.run_id} at rank {row.rank:,}: {row.change} "
+              f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
+    print(out)
     return EXIT_OK
 
 
@@ -712,6 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_labels(sub)
     _add_compare(sub)
     _add_release(sub)
+    _add_history(sub)
     return parser
 
 

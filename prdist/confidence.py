@@ -117,6 +117,7 @@ POOL_LABELS = 1000
 # steps of 5 %.
 _BRACKET = math.log(50.0)
 _GRID_STEP = math.log(1.05)
+_MAX_CENTRE = 1e8  # caps λ's sub-Gaussian centre; see _chernoff_margins
 
 
 # --------------------------------------------------------------------------------------------
@@ -545,7 +546,11 @@ def _chernoff_margins(coef, sizes, lo, hi, c) -> np.ndarray:
     live = var > 0
     if not live.any():
         return out
-    centre = np.sqrt(2.0 * c / var[live])
+    # A variance near the smallest float (a stretch mean within a denormal of 0 or 1) would put
+    # the sub-Gaussian centre at infinity; any λ gives a valid margin, and past _MAX_CENTRE the
+    # Bernoulli tail, not the Gaussian one, sets the optimum (λ of order log(1/ρ) / coef).
+    with np.errstate(over="ignore", divide="ignore"):
+        centre = np.minimum(np.sqrt(2.0 * c / var[live]), _MAX_CENTRE)
     lam = np.exp(np.arange(math.log(centre.min()) - _BRACKET, math.log(centre.max()) + _BRACKET, _GRID_STEP))
     coef = coef[:, live]
     previous = np.concatenate((np.zeros((coef.shape[0], 1)), coef[:, :-1]), axis=1)

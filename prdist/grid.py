@@ -19,7 +19,7 @@ import numpy as np
 
 from ._validation import check_float
 
-__all__ = ["GeometricGrid", "exact_eps"]
+__all__ = ["GeometricGrid", "GridParameters", "exact_eps"]
 
 _DIGITS = 60
 _CONTEXT = decimal.Context(prec=_DIGITS, rounding=decimal.ROUND_HALF_EVEN)
@@ -115,3 +115,27 @@ class GeometricGrid:
         while j > 0 and self.ceil_power(j) > n:
             j -= 1
         return j
+
+
+@dataclass(frozen=True, eq=False)
+class GridParameters:
+    """The grid fields every plan on PAULA's grid records, first and in this order.
+
+    ``n, eps, window, r_tilde, l, L, g_l, m, gamma`` as in :func:`prdist.plan.plan_paula`;
+    :class:`~prdist.plan.PaulaPlan` and :class:`~prdist.sampling.StratifiedPlan` extend it.
+    """
+
+    n: int
+    eps: float
+    window: int
+    r_tilde: int
+    l: int
+    L: int
+    g_l: int
+    m: int
+    gamma: float
+
+    @property
+    def exhaustive(self) -> bool:
+        """True when n <= g_l: every item is labeled and the precision is known exactly."""
+        return self.n <= self.g_l

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +49,7 @@ from scipy import stats
 
 from ._validation import as_label_array, check_choice, check_float, check_int
 from .errors import AwaitingLabels, DataError, ParameterError
-from .ranking import _normalise_keys, rank_order
+from .ranking import as_key_array, rank_order
 
 __all__ = [
     "SamplingDistribution",
@@ -80,7 +81,7 @@ def _key_index(keys) -> pd.Index:
     pandas would otherwise convert object arrays of str to its Arrow string dtype and convert
     every lookup target again, which dominates the cost of repeated draws.
     """
-    keys = _normalise_keys(keys)
+    keys = as_key_array(keys)
     return pd.Index(keys, dtype=keys.dtype)
 
 
@@ -174,7 +175,7 @@ class SamplingDistribution:
         """
         owner = "SamplingDistribution.probabilities"
         s = np.asarray(scores, dtype=np.float64)
-        k = _normalise_keys(keys)
+        k = as_key_array(keys)
         if s.ndim != 1 or s.shape != k.shape or s.size == 0:
             raise DataError(
                 f"{owner} needs non-empty 1-d scores and keys of one length; got shapes "
@@ -239,7 +240,7 @@ class SystemOutput:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError(f"A system name must be a non-empty str. Got {self.name!r} instead.")
-        keys = _normalise_keys(self.keys)
+        keys = as_key_array(self.keys)
         p = np.asarray(self.probabilities, dtype=np.float64)
         if keys.ndim != 1 or keys.shape != p.shape or keys.size == 0:
             raise DataError(
@@ -285,7 +286,7 @@ class SystemOutput:
 
     def probability_of(self, keys) -> np.ndarray:
         """Return p_i(x) for arbitrary keys: 0 for keys outside the output."""
-        pos = self._index.get_indexer(_normalise_keys(keys))
+        pos = self._index.get_indexer(as_key_array(keys))
         return np.where(pos >= 0, self.probabilities[pos], 0.0)
 
 
@@ -362,7 +363,7 @@ class JointSample:
         m = len(systems)
         if m == 0 or len(set(systems)) != m:
             raise ParameterError(f"{owner} needs at least one system and unique system names.")
-        keys = _normalise_keys(self.keys)
+        keys = as_key_array(self.keys)
         u = keys.size
         p = np.asarray(self.probabilities, dtype=np.float64)
         c = np.asarray(self.counts)
@@ -435,7 +436,7 @@ class JointSample:
             )
         # An empty draw has no key type of its own (np.asarray([]) is float): take the system's.
         draws = [
-            _normalise_keys(d).ravel() if np.size(d) else s.keys[:0]
+            as_key_array(d).ravel() if np.size(d) else s.keys[:0]
             for s, d in zip(systems, draws)
         ]
         union = _key_index(np.concatenate(draws)).unique()
@@ -466,7 +467,7 @@ class JointSample:
         with different values, or differently from a label the sample already has, is an error.
         """
         owner = "JointSample.with_labels"
-        store_keys = _normalise_keys(keys)
+        store_keys = as_key_array(keys)
         values = as_label_array(labels, owner=owner)
         if store_keys.shape != values.shape:
             raise DataError(
@@ -491,15 +492,7 @@ class JointSample:
                 f"{self.labels[clash][0]:g} and the new labels say otherwise."
             )
         merged = np.where(np.isnan(self.labels), looked_up, self.labels)
-        return JointSample(
-            systems=self.systems,
-            keys=self.keys,
-            probabilities=self.probabilities,
-            counts=self.counts,
-            labels=merged,
-            overlaps=self.overlaps,
-            support_patterns=self.support_patterns,
-        )
+        return dataclasses.replace(self, labels=merged)  # validated again, like any JointSample
 
 
 def _spawn_generators(seed, count: int, *, owner: str) -> list[np.random.Generator]:
@@ -702,8 +695,39 @@ def _system_means_and_variances(sample: JointSample, values: np.ndarray, needed:
     return means, variances
 
 
+def _clipped(values: np.ndarray) -> np.ndarray:
+    return np.clip(values, 0.0, 1.0)
+
+
+class _NormalInterval:
+    """The normal-approximation interval of an estimate: the estimate ± z·se, clipped to [0, 1].
+
+    A subclass names its estimate's attribute in ``_estimate`` and has ``variance`` and
+    ``confidence``.
+    """
+
+    _estimate: str
+
+    @property
+    def se(self) -> np.ndarray:
+        return np.sqrt(self.variance)
+
+    @property
+    def half_width(self) -> np.ndarray:
+        """z·se: half the width of the (unclipped) interval."""
+        return _z(self.confidence) * self.se
+
+    @property
+    def ci_low(self) -> np.ndarray:
+        return _clipped(getattr(self, self._estimate) - self.half_width)
+
+    @property
+    def ci_high(self) -> np.ndarray:
+        return _clipped(getattr(self, self._estimate) + self.half_width)
+
+
 @dataclass(frozen=True, eq=False)
-class PrecisionEstimate:
+class PrecisionEstimate(_NormalInterval):
     """Joint and simple precision estimates of every system, with normal-approximation intervals.
 
     ``precision``/``variance`` are the joint estimator and its unbiased variance estimate;
@@ -720,22 +744,7 @@ class PrecisionEstimate:
     weights: np.ndarray
     confidence: float
 
-    @property
-    def se(self) -> np.ndarray:
-        return np.sqrt(self.variance)
-
-    @property
-    def half_width(self) -> np.ndarray:
-        """z·se: half the width of the (unclipped) joint interval."""
-        return _z(self.confidence) * self.se
-
-    @property
-    def ci_low(self) -> np.ndarray:
-        return np.clip(self.precision - self.half_width, 0.0, 1.0)
-
-    @property
-    def ci_high(self) -> np.ndarray:
-        return np.clip(self.precision + self.half_width, 0.0, 1.0)
+    _estimate = "precision"
 
     @property
     def simple_se(self) -> np.ndarray:
@@ -747,11 +756,11 @@ class PrecisionEstimate:
 
     @property
     def simple_ci_low(self) -> np.ndarray:
-        return np.clip(self.simple_precision - self.simple_half_width, 0.0, 1.0)
+        return _clipped(self.simple_precision - self.simple_half_width)
 
     @property
     def simple_ci_high(self) -> np.ndarray:
-        return np.clip(self.simple_precision + self.simple_half_width, 0.0, 1.0)
+        return _clipped(self.simple_precision + self.simple_half_width)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per system; the columns of compare.parquet that concern precision, plus the
@@ -852,12 +861,12 @@ def pool_membership(keys, systems) -> np.ndarray:
     [True, False]
     """
     systems = _check_systems(systems, owner="pool_membership")
-    keys = _normalise_keys(keys)
+    keys = as_key_array(keys)
     return np.logical_or.reduce([s.probability_of(keys) > 0 for s in systems])
 
 
 @dataclass(frozen=True, eq=False)
-class RecallEstimate:
+class RecallEstimate(_NormalInterval):
     """Recall r̂_i = θ̂ ν̂_i of every system with its plug-in variance (Lemma 1).
 
     ``pooled_recall`` ν̂_i: the share of the pool's correct items that system i outputs
@@ -876,21 +885,7 @@ class RecallEstimate:
     pool_weights: np.ndarray
     confidence: float
 
-    @property
-    def se(self) -> np.ndarray:
-        return np.sqrt(self.variance)
-
-    @property
-    def half_width(self) -> np.ndarray:
-        return _z(self.confidence) * self.se
-
-    @property
-    def ci_low(self) -> np.ndarray:
-        return np.clip(self.recall - self.half_width, 0.0, 1.0)
-
-    @property
-    def ci_high(self) -> np.ndarray:
-        return np.clip(self.recall + self.half_width, 0.0, 1.0)
+    _estimate = "recall"
 
     def to_frame(self) -> pd.DataFrame:
         """One row per system: system, recall, recall_se, recall_ci_low, recall_ci_high,
@@ -1064,6 +1059,31 @@ class SampleSizePlan:
     confidence: float
 
 
+def _smallest_size(variance, target: float, max_size: int, *, too_few: str) -> int:
+    """The least size in [0, max_size] whose ``variance(size)`` is at most ``target``.
+
+    ``variance`` falls with the size: doubling finds a bracket, bisection the least size in it.
+    ``too_few``: the message when even ``max_size`` is not enough.
+
+    >>> _smallest_size(lambda n: 100 / (n + 1), 1.0, 1000, too_few="")
+    99
+    """
+    if variance(0) <= target:
+        return 0
+    low, high = 0, 1  # invariant: variance(low) > target
+    while variance(high) > target:
+        if high >= max_size:
+            raise ParameterError(too_few)
+        low, high = high, min(2 * high, max_size)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if variance(mid) <= target:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
 def required_sample_size(sample: JointSample, systems, new_system: SystemOutput, *, half_width,
                          confidence=0.95, weights=OVERLAP, bound=SECOND_MOMENT,
                          draw_from: SystemOutput | None = None, labeled_keys=None,
@@ -1197,25 +1217,10 @@ def required_sample_size(sample: JointSample, systems, new_system: SystemOutput,
             spread = _worst_case_variance(p_r[in_r], g)
         return old + size * scale_r**2 * spread
 
-    target = (half_width / _z(confidence)) ** 2
-    if variance(0) <= target:
-        size = 0
-    else:
-        low, high = 0, 1  # invariant: variance(low) > target
-        while variance(high) > target:
-            if high >= max_size:
-                raise ParameterError(
-                    f"{owner}: even {max_size} draws leave the conservative half-width of "
-                    f"{new_system.name!r} above {half_width:g}. Raise 'max_size' or the target."
-                )
-            low, high = high, min(2 * high, max_size)
-        while high - low > 1:
-            mid = (low + high) // 2
-            if variance(mid) <= target:
-                high = mid
-            else:
-                low = mid
-        size = high
+    size = _smallest_size(variance, (half_width / _z(confidence)) ** 2, max_size, too_few=(
+        f"{owner}: even {max_size} draws leave the conservative half-width of "
+        f"{new_system.name!r} above {half_width:g}. Raise 'max_size' or the target."
+    ))  # fmt: skip
     v = variance(size)
 
     known = _key_index(sample.keys[~np.isnan(sample.labels)])

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int
-from .grid import GeometricGrid, exact_eps
+from .grid import GeometricGrid, GridParameters, exact_eps
 
 __all__ = ["PaulaPlan", "plan_paula"]
 
@@ -17,21 +17,12 @@ WINDOW = "window"
 
 
 @dataclass(frozen=True, eq=False)
-class PaulaPlan:
+class PaulaPlan(GridParameters):
     """Which ranks to label so that PAULA can bound the precision function.
 
     Built by :func:`plan_paula`; see there for the meaning of every field. Arrays are read-only.
     """
 
-    n: int
-    eps: float
-    window: int
-    r_tilde: int
-    l: int
-    L: int
-    g_l: int
-    m: int
-    gamma: float
     factor: float
     grid: np.ndarray
     ranks: np.ndarray
@@ -42,11 +33,6 @@ class PaulaPlan:
     def size(self) -> int:
         """Number of distinct ranks to label."""
         return int(self.ranks.size)
-
-    @property
-    def exhaustive(self) -> bool:
-        """True when n <= g_l: every item is labeled and the precision is known exactly."""
-        return self.n <= self.g_l
 
     @property
     def prefix_end(self) -> int:

@@ -1005,7 +1005,12 @@ def binormal(*, neg, pos, prevalence) -> ContinuousScoreModel:
     >>> model.roc_shape(), model.pr_limits()
     ('concave', (1.0, 0.5))
     """
-    owner = "binormal"
+    return _normal_family("binormal", _Normal, neg=neg, pos=pos, prevalence=prevalence)
+
+
+def _normal_family(owner: str, component, *, neg, pos, prevalence) -> ContinuousScoreModel:
+    """A model whose classes are ``component(mu, sigma)`` (normal, or lognormal: an increasing
+    transform of one, hence the same binormal ROC shape and tail ratio)."""
     pi = _prevalence(prevalence, owner)
     mu_n, sd_n = _location_scale(neg, "neg", owner)
     mu_p, sd_p = _location_scale(pos, "pos", owner)
@@ -1013,8 +1018,8 @@ def binormal(*, neg, pos, prevalence) -> ContinuousScoreModel:
         family=owner,
         parameters={"neg": (mu_n, sd_n), "pos": (mu_p, sd_p), "prevalence": pi},
         prevalence=pi,
-        _positive=_Mixture((1.0,), (_Normal(mu_p, sd_p),)),
-        _negative=_Mixture((1.0,), (_Normal(mu_n, sd_n),)),
+        _positive=_Mixture((1.0,), (component(mu_p, sd_p),)),
+        _negative=_Mixture((1.0,), (component(mu_n, sd_n),)),
         _shape=_binormal_shape(mu_n, sd_n, mu_p, sd_p),
         top_likelihood_ratio=_Normal(mu_n, sd_n).normal_tail_ratio(mu_p, sd_p),
     )
@@ -1034,19 +1039,7 @@ def bilognormal(*, neg, pos, prevalence) -> ContinuousScoreModel:
     >>> bool(np.allclose(a.pr([0.1, 0.5, 0.9]), b.pr([0.1, 0.5, 0.9]), rtol=1e-12))
     True
     """
-    owner = "bilognormal"
-    pi = _prevalence(prevalence, owner)
-    mu_n, sd_n = _location_scale(neg, "neg", owner)
-    mu_p, sd_p = _location_scale(pos, "pos", owner)
-    return ContinuousScoreModel(
-        family=owner,
-        parameters={"neg": (mu_n, sd_n), "pos": (mu_p, sd_p), "prevalence": pi},
-        prevalence=pi,
-        _positive=_Mixture((1.0,), (_LogNormal(mu_p, sd_p),)),
-        _negative=_Mixture((1.0,), (_LogNormal(mu_n, sd_n),)),
-        _shape=_binormal_shape(mu_n, sd_n, mu_p, sd_p),
-        top_likelihood_ratio=_Normal(mu_n, sd_n).normal_tail_ratio(mu_p, sd_p),
-    )
+    return _normal_family("bilognormal", _LogNormal, neg=neg, pos=pos, prevalence=prevalence)
 
 
 def bibeta(*, neg, pos, prevalence) -> ContinuousScoreModel:

@@ -24,16 +24,15 @@ from __future__ import annotations
 import html
 import math
 import numbers
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pandas as pd
 
 from .derived import pr_region
 from .errors import DataError, ParameterError
+from .redaction import display_url, is_secret_name
 
 __all__ = ["render_report"]
 
@@ -66,7 +65,7 @@ _INPUT_FIELDS = {
     "fingerprint": "fingerprint",
     "rows": "rows",
     "partitions": "partitions",
-    "sorted": "sorted by score",
+    "sorted": "row groups in descending score order (statistics; rows inside a group are ordered on read)",
 }
 _DIAGNOSTICS_SHOWN = {
     "precondition_holds",
@@ -80,8 +79,6 @@ _DIAGNOSTICS_SHOWN = {
     "unknown_labels",
     "assumptions_plausible",
 }
-# A last line of defence for the free-form sections: keys that may name credentials.
-_SECRET_KEY = re.compile(r"secret|token|passw|credential|storage_options|auth|signature|api_?key|access_?key", re.I)
 
 _BOUNDS_COLUMNS = ("rank", "precision_lower", "precision_upper", "yield_lower", "yield_upper")
 _PLAN_COLUMNS = ("rank", "key", "score", "role", "label")
@@ -374,19 +371,6 @@ def _num(value, digits: int = 3) -> str:
     return _esc(value)
 
 
-def _redact_url(text: str) -> str:
-    """Drop user info, query and fragment of a URL: they are where credentials and signatures go."""
-    if "://" not in text:
-        return text
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return "(unparseable URL not shown)"
-    netloc = parts.netloc.rpartition("@")[2]
-    redacted = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-    return redacted + (" (query not shown)" if parts.query else "")
-
-
 def _plain(value, digits: int = 4) -> str | None:
     """A scalar from the manifest as escaped text, or None when it is not a scalar."""
     if value is None:
@@ -399,7 +383,7 @@ def _plain(value, digits: int = 4) -> str | None:
         x = float(value)
         return "\u2014" if not math.isfinite(x) else f"{x:.{digits}g}"
     if isinstance(value, str):
-        return _esc(_redact_url(value))
+        return _esc(display_url(value))
     if isinstance(value, (list, tuple)) and all(_is_number(v) or isinstance(v, str) for v in value):
         shown = ", ".join(_plain(v, digits) for v in value[:12])
         return shown + (", \u2026" if len(value) > 12 else "")
@@ -453,6 +437,7 @@ class _Axis:
     start: float  # pixel of lo
     end: float  # pixel of hi
     log: bool = False
+    integer: bool = False  # ticks at whole numbers only (counts such as releases)
 
     def pixels(self, values) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
@@ -465,7 +450,7 @@ class _Axis:
     def ticks(self) -> tuple[list[tuple[float, str]], list[float]]:
         """Major ticks with labels, and unlabeled minor ticks."""
         if not self.log:
-            step = _nice_step(self.hi - self.lo, 6)
+            step = max(_nice_step(self.hi - self.lo, 6), 1.0) if self.integer else _nice_step(self.hi - self.lo, 6)
             first = math.ceil(self.lo / step - 1e-9)
             values = [k * step for k in range(first, int(math.floor(self.hi / step + 1e-9)) + 1)]
             return [(v, f"{v:.{_decimals(step)}f}") for v in values], []
@@ -508,6 +493,7 @@ class _Plot:
         x: tuple[float, float],
         y: tuple[float, float],
         xlog: bool = False,
+        xinteger: bool = False,
         xlabel: str,
         ylabel: str,
         description: str,
@@ -515,7 +501,7 @@ class _Plot:
         self.fig_id = fig_id
         x0, x1 = self.LEFT, self.WIDTH - self.RIGHT
         y0, y1 = self.HEIGHT - self.BOTTOM, self.TOP
-        self.x = _Axis(x[0], x[1], x0, x1, log=xlog)
+        self.x = _Axis(x[0], x[1], x0, x1, log=xlog, integer=xinteger)
         self.y = _Axis(y[0], y[1], y0, y1)
         self.xlabel, self.ylabel, self.description = xlabel, ylabel, description
         self.background: list[str] = []  # drawn under the grid lines
@@ -677,7 +663,7 @@ def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mappi
         css = "ok" if status == "complete" else "warn"
         badge = f' <span class="badge {css}">{_esc(status)}</span>'
     source = _mapping(manifest.get("input")).get("url")
-    subtitle = f'<p class="subtitle">{_esc(_redact_url(source))}</p>' if isinstance(source, str) else ""
+    subtitle = f'<p class="subtitle">{_esc(display_url(source))}</p>' if isinstance(source, str) else ""
     run_id = manifest.get("run_id")
     if isinstance(run_id, str):
         subtitle += f'<p class="subtitle">run {_esc(run_id)}</p>'
@@ -701,7 +687,10 @@ def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mappi
 
     plausible = diagnostics.get("assumptions_plausible")
     if plausible is True:
-        verdict = '<p class="verdict ok">The labels show no evidence against the assumptions behind the bounds.</p>'
+        verdict = (
+            '<p class="verdict ok">The planned labels show no evidence against the assumptions behind the '
+            "bounds. They cannot show a break that falls between two planned windows.</p>"
+        )
     elif plausible is False:
         verdict = (
             '<p class="verdict warn">The labels show evidence against the assumptions behind the bounds: '
@@ -1080,7 +1069,7 @@ def _section_diagnostics(diag: Mapping) -> str:
     extra = [
         [_esc(k), shown]
         for k, v in further
-        if v is not None and not _SECRET_KEY.search(str(k)) and (shown := _plain(v)) is not None
+        if v is not None and not is_secret_name(k) and (shown := _plain(v)) is not None
     ]
     extra_html = f"<h3>Further diagnostics</h3>{_table(['name', 'value'], extra, css='narrow')}" if extra else ""
     if noisy:
@@ -1145,7 +1134,7 @@ def _section_run(manifest: Mapping, params: Mapping) -> str:
         entries = _mapping(manifest.get(key))
         rows = []
         for name, value in entries.items():
-            if _SECRET_KEY.search(str(name)):
+            if is_secret_name(name):
                 continue
             shown = _plain(value, 3)
             if value is not None and shown is not None:
@@ -1214,3 +1203,69 @@ def _document(title: str, body: str) -> str:
         '<footer>Made by prdist. Bounds are guaranteed under the stated assumptions; bands are '
         "statistical.</footer>\n</main>\n</body>\n</html>\n"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# History of a series of releases (prdist history)
+# --------------------------------------------------------------------------------------------
+_HISTORY_PLOTS = 8  # ranks plotted per series; every rank is in the tables and history.parquet
+
+
+def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
+    """The self-contained HTML page of ``prdist history``: per series, the bounds at each followed
+    rank across releases, the certain changes, and the runs with links to their reports.
+
+    ``history`` has the columns of ``history.parquet``; ``reports`` maps run ids to report URLs.
+    """
+    sections = [
+        "<header><h1>Precision across releases</h1><p>A change is marked only when it is certain: the "
+        "interval of a release lies wholly below (down) or above (up) the previous release's at that rank. "
+        "Confidence bounds split their error budget over the releases of a series, so every mark of a "
+        "series holds at once with the stated confidence.</p></header>"
+    ]
+    for number, (series, frame) in enumerate(history.groupby("series", sort=True)):
+        sections.append(_history_series(number, str(series), frame, reports))
+    return _document("prdist history", "\n".join(sections))
+
+
+def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapping[str, str]) -> str:
+    runs = list(dict.fromkeys(frame["run_id"]))
+    place = {run: k for k, run in enumerate(runs, start=1)}
+    parts = [f"<section><h2>Series {_esc(display_url(series))}</h2>"]
+    figures = []
+    for rank in sorted(frame["rank"].unique())[:_HISTORY_PLOTS]:
+        at = frame[frame["rank"] == rank]
+        x = at["run_id"].map(place).to_numpy(dtype=np.float64)
+        lo, hi = at["precision_lower"].to_numpy(dtype=np.float64), at["precision_upper"].to_numpy(dtype=np.float64)
+        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(runs), 1) + 0.5), xinteger=True, y=_value_range(lo, hi),
+                     xlabel="release (in the order evaluated)", ylabel=f"precision at rank {int(rank):,}",
+                     description=f"bounds on the precision at rank {int(rank):,} across releases")
+        plot.band(x, lo, hi, fill="#9ecae1", opacity=0.6, label="guaranteed interval")
+        plot.line(x, lo, color="#3182bd", label="lower bound")
+        plot.line(x, hi, color="#08519c", dash="4 3", label="upper bound")
+        down = (at["change"] == "down").to_numpy()
+        if down.any():
+            plot.markers(x[down], hi[down], color="#cb181d", label="certain drop", radius=4)
+        up = (at["change"] == "up").to_numpy()
+        if up.any():
+            plot.markers(x[up], lo[up], color="#238b45", label="certain rise", radius=4)
+        figures.append(_figure(plot.svg(), f"Rank {int(rank):,}"))
+    parts += figures
+    changed = frame[frame["change"] != ""]
+    rows = [[_int(place[r.run_id]), _esc(r.run_id), _int(r.rank), _esc(r.change), _num(r.precision_lower), _num(r.precision_upper)]
+            for r in changed.itertuples()]
+    parts.append("<h3>Certain changes</h3>" + (_table(["release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 2, 4, 5))
+                                               if rows else "<p>None: every interval overlaps the previous release's.</p>"))
+    listing = frame.drop_duplicates("run_id")
+    rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(display_url(str(r.resource))), _int(r.n), _report_link(r.run_id, reports)]
+            for r in listing.itertuples()]
+    parts.append("<h3>Runs</h3>" + _table(["release", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
+    return "\n".join(parts) + "</section>"
+
+
+def _report_link(run_id: str, reports: Mapping[str, str]) -> str:
+    """A link to a run's report where a browser opens it (``file://``, ``http(s)://``), else its URL as text."""
+    url = str(reports.get(run_id, ""))
+    if url.startswith(("http://", "https://", "file://")):
+        return f'<a href="{_esc(url)}">{_esc(run_id)}</a>'
+    return _esc(f"{run_id} ({display_url(url)})")

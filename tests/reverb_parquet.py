@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist.dataflow.storage import filesystem, join_url
-from prdist.reverb import load_reverb
+from reverb_data import load_reverb
 
 REVERB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "reverb-emnlp2011"
 

@@ -199,3 +199,31 @@ def test_precision_function_refuses_unknown_labels():
         precision_function([1, np.nan])
     with pytest.raises(DataError, match="at least one"):
         precision_function([])
+
+
+def test_a2_break_between_windows_is_invisible_to_the_plan():
+    """A limit of the method, pinned: labels that rise *between* two planned windows.
+
+    Ranks 1..3,000 correct, a declining ramp to 3,403, incorrect after, except ranks 3,817..3,831
+    (between the windows ending at grid ranks 3,816 and 3,931). No planned label sees the rise,
+    so the diagnostics cannot flag it, and the upper bounds miss p past it. README "Guarantees"
+    and the report's diagnostics say so; if this test starts failing, update both.
+    """
+    n = 30_000
+    plan = plan_paula(n, eps=0.03, window=100)
+    assert {3816, 3931} <= set(plan.grid.tolist())
+    v = np.zeros(n)
+    v[:3000] = 1.0
+    density = (3403 - np.arange(3001, 3404)) / 403  # from 1 down to 0, spread evenly
+    v[3000:3403] = np.diff(np.concatenate(([0.0], np.floor(np.cumsum(density) + 0.5))))
+    v[3816:3831] = 1.0
+    p = precision_function(v)
+    r = np.arange(1, n + 1)
+    misses = {}
+    for confidence in (None, 0.95):
+        b = paula_bounds(plan, v[plan.ranks - 1], confidence=confidence)
+        assert b.diagnostics.assumptions_plausible  # the diagnostics see nothing wrong ...
+        assert np.all(b.lower(r) <= p + 1e-12)  # ... the lower bounds still hold ...
+        misses[confidence] = p - b.upper(r)  # ... the upper bounds do not
+    assert (misses[None] > 1e-12).sum() == 26_184 and 3.9e-3 < misses[None].max() < 4.0e-3
+    assert (misses[0.95] > 1e-12).sum() == 594 and 2.1e-4 < misses[0.95].max() < 2.3e-4

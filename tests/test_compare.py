@@ -21,8 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prdist.cli import main
+from prdist.cli import main, parse_system
 from prdist.dataflow import compare as cmp
+from prdist.dataflow import parquet as parquet_module
 from prdist.dataflow.labels import import_labels
 from prdist.errors import AwaitingLabels, DataError, InputError, ParameterError
 from prdist.importance import (
@@ -169,13 +170,13 @@ def test_uniform_draws_read_only_the_row_groups_holding_them(tmp_path, monkeypat
     systems = cmp.open_systems(urls)
     weights = cmp.system_weights(systems[0], SamplingDistribution.uniform())
     read = []
-    original = cmp.read_group
+    original = parquet_module.read_group
 
     def spy(parquet, index, columns, *, display):
         read.append((index, tuple(columns)))
         return original(parquet, index, columns, display=display)
 
-    monkeypatch.setattr(cmp, "read_group", spy)
+    monkeypatch.setattr(parquet_module, "read_group", spy)
     keys, _ = cmp.draw_items(systems[0], weights, 5, np.random.default_rng(4))
     # The draws are rows floor(u N) of the same uniforms; row r lives in row group r // 10.
     rows = np.floor(np.random.default_rng(4).random(5) * n).astype(int)
@@ -216,7 +217,7 @@ def test_budget_below_two_per_system_is_refused():
 @pytest.mark.parametrize("text", ["reverb", "=s3://x", "reverb=", "a b=s3://x", "-x=/tmp"])
 def test_malformed_system_options_are_refused(text):
     with pytest.raises(InputError):
-        cmp.parse_system(text)
+        parse_system(text)
 
 
 # --------------------------------------------------------------------------------------------

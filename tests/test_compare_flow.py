@@ -22,8 +22,8 @@ from prdist.cli import main  # noqa: E402
 from prdist.dataflow import compare as cmp  # noqa: E402
 from prdist.dataflow.labels import import_labels  # noqa: E402
 from prdist.importance import SamplingDistribution, SystemOutput, draw_joint_sample, estimate_precision  # noqa: E402
-from prdist.reverb import REVERB_SYSTEMS  # noqa: E402
 from compare_runs import compare_in_process  # noqa: E402
+from reverb_data import REVERB_SYSTEMS  # noqa: E402
 from reverb_parquet import REVERB, reverb_frames, write_reverb_systems  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (REVERB / "labels.txt").is_file(), reason=f"the shared ReVerb data is not at {REVERB}")

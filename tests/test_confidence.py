@@ -362,3 +362,9 @@ def test_coverage_study_at_a_million(confidence):
             misses += not covers(paula_bounds(plan, v[plan.ranks - 1], confidence=confidence), v)
         # Binomial(100, <= 1 - confidence): P(more than 32 | 0.2) < 2e-3, P(more than 13 | 0.05) < 2e-3.
         assert misses <= (32 if confidence == 0.8 else 13)
+
+
+def test_chernoff_margin_with_a_denormal_stretch_mean():
+    """A stretch mean bounded by the smallest float (found by hypothesis): a finite margin, not a crash."""
+    t = _chernoff_margins(np.array([[1.0]]), np.array([1.0]), np.array([0.0]), np.array([5e-324]), 1.0)[0]
+    assert 0.0 <= t <= 1.0  # one item of coefficient 1 never deviates by more than 1

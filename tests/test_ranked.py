@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prdist.dataflow.ranked import MARKER, write_ranked_copy
-from prdist.dataflow.resource import extract_ranks, open_resource
+from prdist.dataflow.ranked import RANKED_MARKER, write_ranked_copy
+from prdist.dataflow import extract_ranks, open_resource
 from prdist.dataflow.select import select_ranks
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order
@@ -51,7 +51,7 @@ def test_the_copy_is_in_exact_rank_order_with_every_row(tmp_path, dask_client, s
     from_copy = extract_ranks(copy, ranks)
     from_source = select_ranks(source, ranks)
     assert from_copy[["rank", "key", "score", "label"]].equals(from_source[["rank", "key", "score", "label"]])
-    assert (tmp_path / "ranked" / MARKER).exists()
+    assert (tmp_path / "ranked" / RANKED_MARKER).exists()
 
 
 def test_in_process_and_on_s3(tmp_path, s3_server, s3_url):
@@ -64,7 +64,7 @@ def test_in_process_and_on_s3(tmp_path, s3_server, s3_url):
     import s3fs
 
     fs = s3fs.S3FileSystem(**s3_server.storage_options)
-    assert fs.exists(f"{s3_url[len('s3://'):]}/ranked/{MARKER}")
+    assert fs.exists(f"{s3_url[len('s3://'):]}/ranked/{RANKED_MARKER}")
 
 
 def test_an_existing_output_is_refused_and_left_alone(tmp_path):

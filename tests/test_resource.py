@@ -11,14 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prdist.dataflow.resource import (
-    descending_ordinal,
-    extract_ranks,
-    open_resource,
-    rank_sort,
-    sorted_block_order,
-    verify_order,
-)
+from prdist.dataflow import extract_ranks, open_resource, verify_order
+from prdist.ranking import descending_ordinal, rank_sort, sorted_block_order
 from prdist.dataflow.select import select_ranks
 from prdist.dataflow.storage import write_parquet
 from prdist.errors import DataError, InputError, ParameterError

@@ -23,7 +23,7 @@ from prdist.importance import (
     estimate_recall,
     pool_membership,
 )
-from prdist.reverb import REVERB_SYSTEMS, load_reverb, reverb_key
+from reverb_data import REVERB_SYSTEMS, load_reverb, reverb_key
 
 REVERB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "reverb-emnlp2011"
 needs_data = pytest.mark.skipif(

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from prdist.dataflow.resource import descending_ordinal, open_resource
+from prdist.dataflow import open_resource
+from prdist.ranking import descending_ordinal
 from prdist.dataflow.select import DEFAULT_MAX_CANDIDATES, _linear_bins, _linear_edges, _linear_slots, check_unique_keys, select_ranks
 from prdist.dataflow.storage import write_parquet
 from prdist.errors import DataError, ParameterError
@@ -176,7 +177,7 @@ def test_data_changing_between_passes_is_detected(tmp_path, monkeypatch):
     keys, scores, _ = shuffled(4000, 9)
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=2, row_group_size=500)
     res = open_resource(root)
-    histogram = select._histogram
+    histogram = select.map_reduce  # the histogram pass
 
     rewrites = {"row_group_size": 250}
 
@@ -185,7 +186,7 @@ def test_data_changing_between_passes_is_detected(tmp_path, monkeypatch):
         write_files(root, {"key": keys[::2], "score": scores[::2]}, files=2, **rewrites)
         return counts
 
-    monkeypatch.setattr(select, "_histogram", histogram_then_rewrite)
+    monkeypatch.setattr(select, "map_reduce", histogram_then_rewrite)
     # Caught by the size of the file, or else by the counts of the next pass.
     with pytest.raises(DataError, match="changed (while it was being read|after the resource was opened)"):
         select_ranks(res, np.arange(1, 2001), cap=8)  # as many row groups, fewer rows

@@ -28,10 +28,10 @@ from scipy import stats
 from prdist import population
 from prdist.cli import main
 from prdist.dataflow import synth
-from prdist.dataflow.resource import extract_ranks, open_resource, verify_order
+from prdist.dataflow import extract_ranks, open_resource, verify_order
 from prdist.dataflow.synth import (
     BLOCK_ROWS,
-    MARKER,
+    SYNTH_MARKER,
     METADATA_KEY,
     read_synth_metadata,
     synthetic_keys,
@@ -134,7 +134,7 @@ def test_sorted_file_order_is_the_rank_order(tmp_path, name):
 
 
 def test_the_resource_reader_finds_the_rows_at_their_ranks(tmp_path):
-    # prdist.dataflow.resource takes the files in natural order, skips the marker, checks the
+    # prdist.dataflow.parquet takes the files in natural order, skips the marker, checks the
     # order from row-group statistics and resolves tie groups by key hash: on a sorted synthetic
     # resource every rank must land on the row at that position, ties across files included.
     n = 6_000
@@ -264,7 +264,7 @@ def test_same_bytes_in_process_and_on_1_and_2_workers(tmp_path, clusters, order)
     kwargs = dict(n=3 * BLOCK_ROWS + 5, partitions=4, order=order, seed=2026, row_group_size=50_000)
     write_synthetic(model, out=str(tmp_path / "local"), **kwargs)
     reference = files_bytes(tmp_path / "local")
-    assert sorted(reference) == [MARKER] + [f"part-{k:05d}.parquet" for k in range(4)]
+    assert sorted(reference) == [SYNTH_MARKER] + [f"part-{k:05d}.parquet" for k in range(4)]
     for workers, client in clusters.items():
         out = tmp_path / f"w{workers}"
         with get_task_stream(client) as stream:
@@ -297,7 +297,7 @@ def test_metadata_round_trip_rebuilds_the_model(tmp_path, name):
 
 def test_metadata_refuses_incomplete_or_altered_datasets(tmp_path):
     write_synthetic(MODELS["uniform"], n=500, out=str(tmp_path / "r"), partitions=2, seed=1)
-    marker = tmp_path / "r" / MARKER
+    marker = tmp_path / "r" / SYNTH_MARKER
     text = marker.read_text()
     marker.write_text(text.replace('"seed": 1', '"seed": 2'))
     with pytest.raises(DataError, match="modified after it was written"):
@@ -396,7 +396,7 @@ def test_s3_failures_leave_nothing_and_create_no_bucket(s3_server, s3_url, monke
     assert s3_files(s3_server, s3_url) == {}
     monkeypatch.setattr(synth, "_sorted_block", real_block)  # the retry succeeds
     write_synthetic(MODELS["uniform"], n=2 * BLOCK_ROWS, out=s3_url, partitions=2, storage_options=options, seed=1)
-    assert sorted(s3_files(s3_server, s3_url)) == [MARKER, "part-00000.parquet", "part-00001.parquet"]
+    assert sorted(s3_files(s3_server, s3_url)) == [SYNTH_MARKER, "part-00000.parquet", "part-00001.parquet"]
 
 
 def test_cli_writes_to_s3_with_storage_options(s3_server, s3_url, capsys):

@@ -2,8 +2,11 @@
 
 - :mod:`~prdist.dataflow.storage`: URLs, storage options and credentials (redacted), create-only
   writes that never leave anything half-written, readable storage errors.
-- :mod:`~prdist.dataflow.resource`: open a resource from its Parquet metadata, verify a claim of
-  sorted order, extract ranks of a sorted resource reading only the row groups that hold them.
+- :mod:`~prdist.dataflow.parquet`: open a resource from its Parquet metadata; the readers tasks use.
+- :mod:`~prdist.dataflow.executor`: the one way work runs on Dask (``client=None``: in-process).
+- :mod:`~prdist.dataflow.order`: verify a claim of sorted order.
+- :mod:`~prdist.dataflow.extract`: ranks of a sorted resource, reading only the row groups that
+  hold them.
 - :mod:`~prdist.dataflow.select`: the items at given ranks of an unsorted resource, without a
   sort or a shuffle.
 - :mod:`~prdist.dataflow.labels`: the shared, append-only label store and annotation tasks.
@@ -23,7 +26,9 @@ import importlib
 #: Public name -> the module of prdist.dataflow that defines it. Imported on first use (PEP 562),
 #: so that a command reading one module (the label store, a run's manifest) loads no others.
 _LAZY = {
-    **dict.fromkeys(("OrderCheck", "Resource", "extract_ranks", "open_resource", "verify_order"), "resource"),
+    **dict.fromkeys(("OrderCheck", "Resource", "open_resource"), "parquet"),
+    "extract_ranks": "extract",
+    "verify_order": "order",
     **dict.fromkeys(("import_labels", "keys_missing_from", "lookup_labels"), "labels"),
     "write_ranked_copy": "ranked",
     **dict.fromkeys(("check_unique_keys", "select_ranks"), "select"),

@@ -5,6 +5,11 @@ labels it used), so a rerun of the same inputs lands in the same prefix, finds t
 does nothing. Artifacts are written first; the manifest is written with a create-only write
 (``If-None-Match: *`` on S3, an exclusive create on local disk), never by renaming or listing. A
 run without a manifest is not a run: readers ignore it and the next attempt overwrites its files.
+
+The protocol, the same for an evaluation (:mod:`prdist.dataflow.run`) and a comparison
+(:mod:`prdist.dataflow.compare`): :func:`committed_outcome` first (a committed run is reused
+as it is), then the artifacts, then :func:`commit_run` (the manifest, create-only; when a
+concurrent attempt of the same run committed first, its manifest stands).
 """
 
 from __future__ import annotations
@@ -15,14 +20,27 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import platform
+
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import __version__
 from ..errors import InputError
 from .storage import AlreadyExists, filesystem, join_url, publish, resolve, write_bytes_exclusive, write_parquet
 
-__all__ = ["MANIFEST", "RunDirectory", "RunOutcome", "run_id"]
+__all__ = [
+    "MANIFEST",
+    "RunDirectory",
+    "RunOutcome",
+    "commit_run",
+    "committed_outcome",
+    "labels_fingerprint",
+    "run_id",
+    "versions",
+]
 
 MANIFEST = "manifest.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -109,3 +127,38 @@ class RunOutcome:
     task: str | None = None
     reused: bool = False
     cutoffs: dict = field(default_factory=dict)
+
+
+def labels_fingerprint(labels) -> str:
+    """The part of a run id that the labels make: NaN (unknown) as -1, then 0/1, hashed.
+
+    >>> labels_fingerprint([1.0, float("nan")]) == labels_fingerprint([1.0, float("nan")])
+    True
+    """
+    return run_id(np.nan_to_num(np.asarray(labels, dtype=np.float64), nan=-1).astype(np.int8).tobytes().hex())
+
+
+def versions() -> dict:
+    """The versions a manifest records."""
+    return {"prdist": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "pandas": pd.__version__, "pyarrow": pa.__version__}
+
+
+def committed_outcome(run: RunDirectory) -> RunOutcome | None:
+    """The outcome of ``run`` when it is already committed (reused as it is), else None."""
+    if not run.is_committed():
+        return None
+    manifest = run.read_manifest()
+    return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+
+
+def commit_run(run: RunDirectory, manifest: dict, missing: int, task: str | None, **extra) -> RunOutcome:
+    """Commit ``run`` with ``manifest`` (its artifacts written already) and return its outcome.
+
+    When a concurrent attempt of the same run committed first, its result stands: its manifest
+    is returned, marked reused.
+    """
+    committed = run.commit(manifest)
+    if not committed:
+        manifest = run.read_manifest()
+    return RunOutcome(run.url, manifest, missing, task, reused=not committed, **extra)

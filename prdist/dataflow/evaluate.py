@@ -173,7 +173,7 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; an arm with
     unknown labels is not one (dropping them could bias it), so bands wait for every label.
     """
-    from ..bootstrap import bootstrap_bands
+    from .bands import bootstrap_bands  # distributed: imported by the step that needs it
 
     if planned.in_band_arm is None:
         return None

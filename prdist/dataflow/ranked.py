@@ -4,7 +4,7 @@ prdist never needs a sorted resource: :func:`prdist.dataflow.select.select_ranks
 items at the planned ranks of an unsorted one in two streaming passes. But a team that evaluates
 many plans, releases or systems against the same large resource can pay for one sort, and every
 later run then reads only the row groups that hold its ranks
-(:func:`prdist.dataflow.resource.extract_ranks`: well under 1 % of the bytes at 10^9 rows with
+(:func:`prdist.dataflow.extract.extract_ranks`: well under 1 % of the bytes at 10^9 rows with
 row groups of 2^14 rows, see benchmarks/README.md).
 
 :func:`write_ranked_copy` sorts with Dask (``sort_values`` on the rank order of
@@ -12,7 +12,7 @@ row groups of 2^14 rows, see benchmarks/README.md).
 sorted partition, in order, with small row groups and statistics on the score column, which is
 what the cheap order check and the extraction read. Publication is that of
 :func:`prdist.dataflow.synth.write_synthetic`: on local disk a hidden directory renamed into place,
-on object stores create-only files and a commit marker, :data:`MARKER`, written last.
+on object stores create-only files and a commit marker, :data:`RANKED_MARKER`, written last.
 
 A Dask sort shuffles the whole resource: its memory and time grow with N (bench_select.py
 measured 23 s and 2.4 GiB per worker for 10^8 rows on 2 workers). Rows of one score go to one
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
 
 import dask
 import numpy as np
@@ -33,14 +32,15 @@ import pyarrow.parquet as pq
 
 from .._validation import check_int
 from ..errors import DataError, ParameterError
-from ..ranking import key_hash
-from .resource import Resource, descending_ordinal, open_resource
+from ..ranking import descending_ordinal, key_hash
+from .executor import compute_all
+from .parquet import Resource, open_resource
 from .storage import Location, dataset_publication, publish, resolve
 
-__all__ = ["DEFAULT_RANKED_ROW_GROUP_ROWS", "MARKER", "write_ranked_copy"]
+__all__ = ["DEFAULT_RANKED_ROW_GROUP_ROWS", "RANKED_MARKER", "write_ranked_copy"]
 
 #: Commit marker of a ranked copy (the source's URL and fingerprint, the files and their rows).
-MARKER = "_prdist_ranked.json"
+RANKED_MARKER = "_prdist_ranked.json"
 
 #: Rows per row group of a ranked copy: a window of planned ranks costs one row group, and at
 #: 2^14 rows the footers stay near 0.1 % of the bytes (benchmarks/README.md).
@@ -70,21 +70,17 @@ def _signed(values: np.ndarray) -> np.ndarray:
 
 
 def _write_part(frame: pd.DataFrame, directory: Location, name: str, columns: list[str], schema: pa.Schema,
-                score: str, row_group_size: int) -> int | Exception:
-    """Write one sorted partition as one Parquet file; return its rows (or the error, see synth)."""
-    try:
-        if frame.empty:
-            return 0
-        table = pa.Table.from_pandas(frame[columns], schema=schema, preserve_index=False)
+                score: str, row_group_size: int) -> int:
+    """Write one sorted partition as one Parquet file; return its rows."""
+    if frame.empty:
+        return 0
+    table = pa.Table.from_pandas(frame[columns], schema=schema, preserve_index=False)
 
-        def write(sink) -> None:
-            pq.write_table(table, sink, row_group_size=row_group_size, write_statistics=[score])
+    def write(sink) -> None:
+        pq.write_table(table, sink, row_group_size=row_group_size, write_statistics=[score])
 
-        publish(directory.child(name), write, exclusive=True)
-        return table.num_rows
-    except Exception as exc:
-        exc.add_note(f"in the task writing {name} of a ranked copy:\n{traceback.format_exc()}")
-        return exc
+    publish(directory.child(name), write, exclusive=True)
+    return table.num_rows
 
 
 def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=None,
@@ -94,11 +90,11 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
     Parameters
     ----------
     resource : Resource
-        From :func:`prdist.dataflow.resource.open_resource`; sorted or not.
+        From :func:`prdist.dataflow.parquet.open_resource`; sorted or not.
     out : str
         Path or URL of the copy; must not exist yet.
     client : distributed.Client, optional
-        Sort and write on this cluster; default Dask's local threaded scheduler.
+        Sort and write on this cluster; default in-process (:func:`prdist.dataflow.executor.compute_all`).
     storage_options : dict or JSON text, optional
         For ``out`` (the resource keeps its own).
     row_group_size : int, default=2**14
@@ -108,7 +104,7 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
     -------
     Resource
         The copy, opened: sorted by the statistics, the same N and columns, every planned rank
-        readable with :func:`prdist.dataflow.resource.extract_ranks`.
+        readable with :func:`prdist.dataflow.extract.extract_ranks`.
 
     Raises
     ------
@@ -157,16 +153,14 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
         files = [[name, rows] for name, rows in zip(names, written) if rows]
         return (json.dumps({"source": source, "files": files}, indent=1, sort_keys=True) + "\n").encode()
 
-    with dataset_publication(location, names, marker, marker_name=MARKER) as directory:
-        parts = ordered.to_delayed()
-        tasks = [
-            dask.delayed(_write_part, pure=False)(part, directory, name, columns, schema, resource.score, row_group_size)
-            for part, name in zip(parts, names)
-        ]
-        results = client.compute(tasks, sync=True) if client is not None else dask.compute(*tasks)
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
+    with dataset_publication(location, names, marker, marker_name=RANKED_MARKER) as directory:
+
+        def graph():
+            write = dask.delayed(_write_part, pure=False)
+            return [write(part, directory, name, columns, schema, resource.score, row_group_size)
+                    for part, name in zip(ordered.to_delayed(), names)]
+
+        results = compute_all(client, graph)
         if sum(results) != resource.n:
             raise DataError(
                 f"{resource.url} changed while it was being copied: {sum(results)} rows written, "

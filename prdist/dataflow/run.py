@@ -6,21 +6,20 @@ core; this module only moves data between storage and them.
 
 from __future__ import annotations
 
-import platform
 import time
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import __version__
 from ..errors import DataError
 from ..ranking import rank_order
 from ..report import render_report
 from . import evaluate as ev
-from .artifacts import RunDirectory, RunOutcome, run_id
+from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .labels import export_annotation_task
-from .resource import Resource, extract_ranks, open_resource
+from .extract import extract_ranks
+from .parquet import Resource, open_resource
 from .select import select_ranks
 from .storage import filesystem, write_parquet
 
@@ -105,13 +104,7 @@ def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | Non
 
 def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: str) -> RunDirectory:
     """The directory of the run of ``resource`` under ``params`` with these labels: its id hashes all three."""
-    labels_fp = run_id(np.nan_to_num(resolution.labels, nan=-1).astype(np.int8).tobytes().hex())
-    return RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
-
-
-def _reused(run: RunDirectory) -> RunOutcome:
-    manifest = run.read_manifest()
-    return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+    return RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fingerprint(resolution.labels)), resource.storage_options)
 
 
 def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, labels: str | None) -> RunOutcome | None:
@@ -127,14 +120,14 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, 
     items = read_items(staging, resource)
     resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels, storage_options=resource.storage_options)
     run = run_directory(resource, params, resolution, out=out)
-    return _reused(run) if run.is_committed() else None
+    return committed_outcome(run)
 
 
 def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run."""
     run = run_directory(resource, params, resolution, out=out)
-    if run.is_committed():
-        return _reused(run)
+    if (reused := committed_outcome(run)) is not None:
+        return reused
 
     plan_frame = ev.plan_table(planned, items, resolution.labels)
     run.write_table("plan.parquet", plan_frame)
@@ -164,15 +157,12 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "annotation_task": task_url,
         "bands": _scalars(bands.attrs) if bands is not None else None,
         "exact": exact is not None,
-        "versions": {"prdist": __version__, "python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__, "pyarrow": pa.__version__},
+        "versions": versions(),
         "timings": {"extract_seconds": float(items.attrs.get("extract_seconds", 0.0))},
     }
     html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs, exact=exact)
     run.write_bytes("report.html", html.encode("utf-8"))
-    committed = run.commit(manifest)
-    if not committed:  # a concurrent attempt of the same run committed first: its result stands
-        manifest = run.read_manifest()
-    return RunOutcome(run.url, manifest, missing, task_url, reused=not committed, cutoffs=dict(estimate.cutoff_ranks))
+    return commit_run(run, manifest, missing, task_url, cutoffs=dict(estimate.cutoff_ranks))
 
 
 def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.PlannedRanks) -> pd.DataFrame:

@@ -5,7 +5,7 @@ key). :func:`select_ranks` finds the items at the requested ranks by *radix sele
 order, in streaming passes over the resource:
 
 1. Every score maps exactly to a 64-bit ordinal that ascends as the score descends
-   (:func:`prdist.dataflow.resource.descending_ordinal`). Each requested rank lies in an
+   (:func:`prdist.ranking.descending_ordinal`). Each requested rank lies in an
    interval of ordinals with a known count of items before it; at first one interval holds
    everything (from the row-group statistics, without reading data).
 2. A histogram pass: every Dask task reads the score column of its row groups, one row group at
@@ -41,6 +41,15 @@ ranks, I intervals and row groups of at most G rows: O(G + max(B, 16 I)) per his
 O(G + C) per extraction task and O(max(B, 16 I) + C) on the driver, where B is
 ``histogram_bins`` and C <= max(R + cap * I, ``max_candidates``) the number of candidates:
 independent of N.
+
+DESIGN
+------
+Runs once, in the user's session: :func:`select_positions`'s loop over passes (triage of the
+intervals, the bins of the next pass, the split of the counts) and the final ordering of the
+candidates (:func:`prdist.ranking.rank_sort`). Runs many times, in tasks, through
+:mod:`prdist.dataflow.executor` (``client=None``: in-process): :func:`_histogram_task` (merged by
+``map_reduce``'s tree), :func:`_extract_task` and the uniqueness tasks, each reading its row
+groups with :func:`prdist.dataflow.parquet.row_groups_of`.
 """
 
 from __future__ import annotations
@@ -54,27 +63,21 @@ import pyarrow as pa
 
 from .._validation import check_int
 from ..errors import DataError
-from ..ranking import key_hash
-from .progress import report_progress
-from .resource import (
+from ..ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
+from .executor import map_reduce, run_tasks
+from .parquet import (
     DEFAULT_PARTITION_ROWS,
     Partition,
     Resource,
     check_labels,
     check_ranks,
     check_unique,
-    descending_ordinal,
     displays,
     empty_result,
     extra_columns,
     keys_of,
-    map_partitions,
-    open_parquet,
-    rank_sort,
-    read_group,
-    score_of_ordinal,
     result_frame,
-    run_tasks,
+    row_groups_of,
     scores_of,
 )
 
@@ -264,32 +267,29 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
         smallest = np.full(bins.total, _FULL, dtype=np.uint64)
         largest = np.zeros(bins.total, dtype=np.uint64)
     read = [score, key] if locator is not None and locator.needs_keys else [score]
-    display = names[partition.path]
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            where = f"{display} row group {index}"
-            table = read_group(parquet, index, read, display=display)
-            scores = scores_of(table, score, where)
-            if bins.linear is not None:
-                # Equal score bins have known edges (_linear_edges): counting is all it takes.
-                np.add.at(counts, _linear_slots(scores, *bins.linear, bins.total), 1)
-                continue
-            ordinals = descending_ordinal(scores)
-            keys = keys_of(table, key, where) if locator.needs_keys else None
-            found, tied = locator.locate(ordinals, keys, scores)
-            # The value binned: the score ordinal, or the key hash inside a run of tied scores.
-            values = ordinals
-            if tied is not None:
-                values = ordinals.copy()
-                values[tied[0]] = tied[1]
-            hit = np.flatnonzero(found >= 0)
-            ids = found[hit]
-            values = values[hit]
-            slots = offset[ids] + ((values - lo[ids]) >> shift[ids]).astype(np.int64)
-            # ufunc.at, not bincount: no fresh array of every bin per row group.
-            np.add.at(counts, slots, 1)
-            np.minimum.at(smallest, slots, values)
-            np.maximum.at(largest, slots, values)
+    for group in row_groups_of(fs, partition, names):
+        table = group.read(read)
+        scores = scores_of(table, score, group.where)
+        if bins.linear is not None:
+            # Equal score bins have known edges (_linear_edges): counting is all it takes.
+            np.add.at(counts, _linear_slots(scores, *bins.linear, bins.total), 1)
+            continue
+        ordinals = descending_ordinal(scores)
+        keys = keys_of(table, key, group.where) if locator.needs_keys else None
+        found, tied = locator.locate(ordinals, keys, scores)
+        # The value binned: the score ordinal, or the key hash inside a run of tied scores.
+        values = ordinals
+        if tied is not None:
+            values = ordinals.copy()
+            values[tied[0]] = tied[1]
+        hit = np.flatnonzero(found >= 0)
+        ids = found[hit]
+        values = values[hit]
+        slots = offset[ids] + ((values - lo[ids]) >> shift[ids]).astype(np.int64)
+        # ufunc.at, not bincount: no fresh array of every bin per row group.
+        np.add.at(counts, slots, 1)
+        np.minimum.at(smallest, slots, values)
+        np.maximum.at(largest, slots, values)
     if bins.linear is not None:
         return counts, None, None
     return counts, smallest, largest
@@ -365,49 +365,25 @@ def _merge(*parts):
     return counts, smallest, largest
 
 
-def _histogram(client, partitions, fs, columns, bins: _Bins, names):
-    """Merge the per-task histograms: a tree reduction on the cluster, a running merge in-process."""
-    if client is None:
-        total = None
-        for partition in partitions:
-            part = _histogram_task(partition, fs, columns, bins, names)
-            total = part if total is None else _merge(total, part)
-        return total
-    shared = client.scatter(bins, broadcast=True, hash=False)
-    futures, footers = map_partitions(client, _histogram_task, partitions, fs=fs, columns=columns, bins=shared,
-                                      names=names)
-    try:
-        report_progress(futures, "histogram")
-        while len(futures) > 1:
-            futures = [client.submit(_merge, *futures[i:i + 8], pure=False) for i in range(0, len(futures), 8)]
-        return futures[0].result()
-    finally:
-        for future in [*futures, *footers, shared]:
-            future.release()
-
-
 def _extract_task(partition: Partition, fs, columns, extras, intervals: _IntervalTable, names: dict):
     key, score = columns
     locator = _Locator(intervals)
-    display = names[partition.path]
     pieces = []
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            where = f"{display} row group {index}"
-            table = read_group(parquet, index, [score, key], display=display)
-            scores = scores_of(table, score, where)
-            keys = keys_of(table, key, where)
-            found, _ = locator.locate(descending_ordinal(scores), keys, scores)
-            hit = np.flatnonzero(found >= 0)
-            if hit.size == 0:
-                continue
-            taken = pa.array(hit)
-            piece = pa.table({"key": pa.array(keys[hit]), "score": pa.array(scores[hit])})
-            if extras:
-                extra = read_group(parquet, index, extras, display=display).take(taken)
-                for name in extras:
-                    piece = piece.append_column(name, extra.column(name))
-            pieces.append((index, piece))
+    for group in row_groups_of(fs, partition, names):
+        table = group.read([score, key])
+        scores = scores_of(table, score, group.where)
+        keys = keys_of(table, key, group.where)
+        found, _ = locator.locate(descending_ordinal(scores), keys, scores)
+        hit = np.flatnonzero(found >= 0)
+        if hit.size == 0:
+            continue
+        taken = pa.array(hit)
+        piece = pa.table({"key": pa.array(keys[hit]), "score": pa.array(scores[hit])})
+        if extras:
+            extra = group.read(extras).take(taken)
+            for name in extras:
+                piece = piece.append_column(name, extra.column(name))
+        pieces.append((group.index, piece))
     return pieces
 
 
@@ -419,7 +395,7 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
 
     The rows of ``units`` must hold exactly the ranks ``base+1 .. base+rows`` of the resource:
     all of it, or a block of a sorted resource bounded by strict score drops (which is how
-    :func:`prdist.dataflow.resource.extract_ranks` resolves a huge run of tied scores).
+    :func:`prdist.dataflow.extract.extract_ranks` resolves a huge run of tied scores).
     ``positions`` is sorted, distinct and inside that range. See :func:`select_ranks`.
     """
     scope = list(range(len(resource.row_groups)) if units is None else units)
@@ -433,24 +409,9 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     partitions = resource.partitions(partition_rows, scope)
     names = displays(resource)
     columns = (resource.key, resource.score)
-    targets = positions
-
-    # Start from the statistics when every row group has them: fewer passes.
     stats = [resource.row_groups[u] for u in scope]
-    if all(rg.has_score_range for rg in stats):
-        top = descending_ordinal(np.array([max(rg.score_max for rg in stats)]))[0]
-        bottom = descending_ordinal(np.array([min(rg.score_min for rg in stats)]))[0]
-        first = _Interval(_SCORE, 0, int(top), int(bottom), base, rows)
-    else:
-        first = _Interval(_SCORE, 0, 0, _FULL, base, rows)
-
+    first = _first_interval(stats, base, rows)
     score_buckets = _linear_bins(stats, 1 << _IntervalSet.TABLE_BITS)
-
-    def requested(intervals: list[_Interval]) -> list[int]:
-        """Requested ranks in each interval."""
-        starts = np.array([iv.start for iv in intervals], dtype=np.int64)
-        ends = starts + np.array([iv.count for iv in intervals], dtype=np.int64)
-        return (np.searchsorted(targets, ends) - np.searchsorted(targets, starts)).tolist()
 
     final: list[_Interval] = []
     pending = [first]
@@ -459,65 +420,116 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     score_bytes = resource.bytes_of(scope, [resource.score])
     key_bytes = resource.bytes_of(scope, [resource.key])
     while pending:
-        # Every pending interval holds a requested rank (it is the bin of one).
         # Few enough candidates in all: extract them now rather than pay for another pass.
         small = passes > 0 and sum(iv.count for iv in pending) + sum(iv.count for iv in final) <= max_candidates
-        refine = []
-        for iv, wanted in zip(pending, requested(pending)):
-            if iv.count <= cap or wanted == iv.count or small:
-                final.append(iv)
-            elif iv.lo == iv.hi and iv.level == _SCORE:
-                # A run of more than `cap` tied scores: select inside it by key hash.
-                refine.append(_Interval(_HASH, iv.lo, 0, _FULL, iv.start, iv.count))
-            elif iv.lo == iv.hi:
-                final.append(iv)  # items sharing score and key hash: extracted whole, ordered by key
-            else:
-                refine.append(iv)
+        refine = _triage(pending, final, positions, cap=cap, small=small)
         if not refine:
             break
         linear = _linear_bins(stats, histogram_bins) if refine == [first] else None
-        if linear is not None:
-            zero = np.zeros(1, dtype=np.int64)
-            bins = _Bins(_IntervalTable.of([first]), zero.astype(np.uint64), zero, histogram_bins, linear)
-            sizes = [histogram_bins]
-        else:
-            bits = int(np.clip(np.floor(np.log2(histogram_bins / len(refine))), 4, 24))
-            shifts, offsets, sizes, total = [], [], [], 0
-            for iv in refine:
-                shift = max(0, (iv.hi - iv.lo).bit_length() - bits)
-                shifts.append(shift)
-                offsets.append(total)
-                sizes.append(((iv.hi - iv.lo) >> shift) + 1)
-                total += sizes[-1]
-            bins = _Bins(_IntervalTable.of(refine, score_buckets), np.array(shifts, dtype=np.uint64),
-                         np.array(offsets, dtype=np.int64), total)
-        counts, smallest, largest = _histogram(client, partitions, resource.fs, columns, bins, names)
+        bins, sizes = _bins_of(refine, first, linear, histogram_bins, score_buckets)
+        counts, smallest, largest = map_reduce(client, _histogram_task, _merge, partitions, fs=resource.fs,
+                                                columns=columns, names=names, broadcast={"bins": bins})
         passes += 1
         bytes_read += score_bytes + (key_bytes if any(iv.level == _HASH for iv in refine) else 0)
-        pending = []
-        for iv, offset, nbins in zip(refine, bins.offsets.tolist(), sizes):
-            h = counts[offset:offset + nbins]
-            if int(h.sum()) != iv.count:
-                raise DataError(
-                    f"{resource.url} changed while it was being read (a pass counted {int(h.sum())} "
-                    f"items where the one before counted {iv.count}). Run again on data that stays put."
-                )
-            ends = np.cumsum(h)
-            inside = targets[np.searchsorted(targets, iv.start):np.searchsorted(targets, iv.start + iv.count)]
-            chosen = np.unique(np.searchsorted(ends, inside - iv.start, side="right"))
-            if linear is not None:
-                edge_lo, edge_hi = _linear_edges(chosen, *linear, nbins)
-            else:
-                # The bin, tightened to the values seen in it: a bin holding one distinct score
-                # becomes a run of ties at once, however wide the bin.
-                edge_lo, edge_hi = smallest[offset + chosen], largest[offset + chosen]
-            for b, b_lo, b_hi in zip(chosen.tolist(), edge_lo.tolist(), edge_hi.tolist()):
-                pending.append(_Interval(iv.level, iv.tie, b_lo, b_hi, iv.start + int(ends[b] - h[b]), int(h[b])))
+        pending = _split(refine, bins.offsets.tolist(), sizes, counts, (smallest, largest), linear, positions,
+                         url=resource.url)
 
     final.sort(key=lambda iv: iv.start)
     pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras,
                        _IntervalTable.of(final, score_buckets), names)
     bytes_read += score_bytes + key_bytes
+    frame = _ranked_candidates(resource, partitions, pieces, final, positions, extras)
+    frame.attrs = {
+        "bytes_read": int(bytes_read) + frame.attrs["extra_bytes"],
+        "row_groups_read": len(scope),
+        "passes": passes + 1,
+        "candidates": int(sum(iv.count for iv in final)),
+        "intervals": len(final),
+    }
+    return frame
+
+
+def _first_interval(stats, base: int, rows: int) -> _Interval:
+    """The interval of every score; from the statistics when every row group has them (fewer passes)."""
+    if all(rg.has_score_range for rg in stats):
+        top = descending_ordinal(np.array([max(rg.score_max for rg in stats)]))[0]
+        bottom = descending_ordinal(np.array([min(rg.score_min for rg in stats)]))[0]
+        return _Interval(_SCORE, 0, int(top), int(bottom), base, rows)
+    return _Interval(_SCORE, 0, 0, _FULL, base, rows)
+
+
+def _requested(intervals: list[_Interval], targets: np.ndarray) -> list[int]:
+    """How many requested ranks each interval holds."""
+    starts = np.array([iv.start for iv in intervals], dtype=np.int64)
+    ends = starts + np.array([iv.count for iv in intervals], dtype=np.int64)
+    return (np.searchsorted(targets, ends) - np.searchsorted(targets, starts)).tolist()
+
+
+def _triage(pending, final: list, targets: np.ndarray, *, cap: int, small: bool) -> list[_Interval]:
+    """Move the intervals to extract as they are into ``final``; return those to refine."""
+    # Every pending interval holds a requested rank (it is the bin of one).
+    refine = []
+    for iv, wanted in zip(pending, _requested(pending, targets)):
+        if iv.count <= cap or wanted == iv.count or small:
+            final.append(iv)
+        elif iv.lo == iv.hi and iv.level == _SCORE:
+            # A run of more than `cap` tied scores: select inside it by key hash.
+            refine.append(_Interval(_HASH, iv.lo, 0, _FULL, iv.start, iv.count))
+        elif iv.lo == iv.hi:
+            final.append(iv)  # items sharing score and key hash: extracted whole, ordered by key
+        else:
+            refine.append(iv)
+    return refine
+
+
+def _bins_of(refine, first, linear, histogram_bins: int, score_buckets) -> tuple[_Bins, list[int]]:
+    """The bins of the next pass (linear in the score on the first pass when it can) and their sizes."""
+    if linear is not None:
+        zero = np.zeros(1, dtype=np.int64)
+        return _Bins(_IntervalTable.of([first]), zero.astype(np.uint64), zero, histogram_bins, linear), [histogram_bins]
+    bits = int(np.clip(np.floor(np.log2(histogram_bins / len(refine))), 4, 24))
+    shifts, offsets, sizes, total = [], [], [], 0
+    for iv in refine:
+        shift = max(0, (iv.hi - iv.lo).bit_length() - bits)
+        shifts.append(shift)
+        offsets.append(total)
+        sizes.append(((iv.hi - iv.lo) >> shift) + 1)
+        total += sizes[-1]
+    bins = _Bins(_IntervalTable.of(refine, score_buckets), np.array(shifts, dtype=np.uint64),
+                 np.array(offsets, dtype=np.int64), total)
+    return bins, sizes
+
+
+def _split(refine, offsets, sizes, counts, seen, linear, targets: np.ndarray, *, url: str) -> list[_Interval]:
+    """The bins of a pass that hold a requested rank, as the intervals of the next pass."""
+    smallest, largest = seen
+    pending = []
+    for iv, offset, nbins in zip(refine, offsets, sizes):
+        h = counts[offset:offset + nbins]
+        if int(h.sum()) != iv.count:
+            raise DataError(
+                f"{url} changed while it was being read (a pass counted {int(h.sum())} "
+                f"items where the one before counted {iv.count}). Run again on data that stays put."
+            )
+        ends = np.cumsum(h)
+        inside = targets[np.searchsorted(targets, iv.start):np.searchsorted(targets, iv.start + iv.count)]
+        chosen = np.unique(np.searchsorted(ends, inside - iv.start, side="right"))
+        if linear is not None:
+            edge_lo, edge_hi = _linear_edges(chosen, *linear, nbins)
+        else:
+            # The bin, tightened to the values seen in it: a bin holding one distinct score
+            # becomes a run of ties at once, however wide the bin.
+            edge_lo, edge_hi = smallest[offset + chosen], largest[offset + chosen]
+        for b, b_lo, b_hi in zip(chosen.tolist(), edge_lo.tolist(), edge_hi.tolist()):
+            pending.append(_Interval(iv.level, iv.tie, b_lo, b_hi, iv.start + int(ends[b] - h[b]), int(h[b])))
+    return pending
+
+
+def _ranked_candidates(resource: Resource, partitions, pieces, final, positions, extras) -> pd.DataFrame:
+    """Order the extracted candidates by rank and keep the requested positions.
+
+    ``attrs["extra_bytes"]``: the bytes of the extra columns read (the row groups that matched).
+    """
     matched_groups = {}
     tables = []
     for partition, found in zip(partitions, pieces):
@@ -525,8 +537,6 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
         for index, table in found:
             matched_groups[unit_of[index]] = True
             tables.append(table)
-    if extras:
-        bytes_read += resource.bytes_of(matched_groups, extras)
     candidates = pa.concat_tables(tables, promote_options="permissive") if tables else None
     expected = sum(iv.count for iv in final)
     if candidates is None or candidates.num_rows != expected:
@@ -546,13 +556,7 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     take = order[keep]
     extras_table = candidates.select(extras).take(pa.array(take)) if extras else None
     frame = result_frame(rank_of_sorted[keep], keys[take], scores[take], extras_table)
-    frame.attrs = {
-        "bytes_read": int(bytes_read),
-        "row_groups_read": len(scope),
-        "passes": passes + 1,
-        "candidates": int(expected),
-        "intervals": len(final),
-    }
+    frame.attrs = {"extra_bytes": resource.bytes_of(matched_groups, extras) if extras else 0}
     return frame
 
 
@@ -567,7 +571,7 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     Parameters
     ----------
     resource : Resource
-        From :func:`prdist.dataflow.resource.open_resource`; sorted or not.
+        From :func:`prdist.dataflow.parquet.open_resource`; sorted or not.
     ranks : array-like of int
         1-based ranks in [1, n]; duplicates are ignored.
     client : distributed.Client, optional
@@ -603,7 +607,7 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     Examples
     --------
     >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> from prdist.dataflow.resource import open_resource
+    >>> from prdist.dataflow.parquet import open_resource
     >>> d = tempfile.mkdtemp()
     >>> pq.write_table(pa.table({"key": [1, 2, 3, 4], "score": [0.2, 0.9, 0.5, 0.7]}), os.path.join(d, "a.parquet"))
     >>> select_ranks(open_resource(d), [1, 2])[["rank", "key"]].to_numpy().tolist()
@@ -628,23 +632,18 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
 
 
 def _hash_slice_task(partition: Partition, fs, key: str, lo: int, hi: int, names: dict) -> np.ndarray:
-    display = names[partition.path]
     parts = []
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            keys = keys_of(read_group(parquet, index, [key], display=display), key, f"{display} row group {index}")
-            hashes = key_hash(keys)
-            parts.append(hashes[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi))])
+    for group in row_groups_of(fs, partition, names):
+        hashes = key_hash(keys_of(group.read([key]), key, group.where))
+        parts.append(hashes[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi))])
     return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
 
 
 def _keys_with_hashes_task(partition: Partition, fs, key: str, wanted: np.ndarray, names: dict) -> np.ndarray:
-    display = names[partition.path]
     parts = []
-    with open_parquet(fs, partition.path, display=display, footer=partition.footer) as parquet:
-        for index in partition.indices:
-            keys = keys_of(read_group(parquet, index, [key], display=display), key, f"{display} row group {index}")
-            parts.append(keys[np.isin(key_hash(keys), wanted)])
+    for group in row_groups_of(fs, partition, names):
+        keys = keys_of(group.read([key]), key, group.where)
+        parts.append(keys[np.isin(key_hash(keys), wanted)])
     return np.concatenate(parts) if parts else np.empty(0, dtype=object)
 
 
@@ -669,7 +668,7 @@ def check_unique_keys(resource: Resource, *, client=None, max_slice_rows: int = 
     Examples
     --------
     >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> from prdist.dataflow.resource import open_resource
+    >>> from prdist.dataflow.parquet import open_resource
     >>> d = tempfile.mkdtemp()
     >>> pq.write_table(pa.table({"key": ["a", "b", "a"], "score": [0.2, 0.9, 0.5]}), os.path.join(d, "a.parquet"))
     >>> try:

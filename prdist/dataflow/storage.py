@@ -6,9 +6,9 @@ URL (local disk, the default), ``s3://bucket/prefix`` (through s3fs) or any othe
 without them S3 credentials come from the standard AWS chain (``AWS_ACCESS_KEY_ID`` /
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``, profiles, instance roles).
 
-Credentials never leave this module in text: :func:`redact` and :func:`redact_url` produce what
-may be logged or written into a manifest, and every error message names the URL in its redacted
-form.
+Credentials never leave this module in text: :func:`redact` and :func:`redact_url` (from
+:mod:`prdist.redaction`, re-exported here) produce what may be logged or written into a manifest,
+and every error message names the URL in its redacted form.
 
 Writes are create-only and never half-visible:
 
@@ -32,12 +32,12 @@ import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import InputError, ParameterError, PrdistError
+from ..redaction import redact, redact_url
 
 __all__ = [
     "AlreadyExists",
@@ -56,11 +56,6 @@ __all__ = [
     "write_parquet",
 ]
 
-#: Option names that hold a secret contain one of these words (case-insensitive). ``key`` covers
-#: s3fs's access key id (``key``), ``aws_access_key_id``, ``sse_kms_key_id``, ``account_key``...
-_SECRET_WORDS = ("key", "secret", "password", "passwd", "token", "credential", "signature", "sig", "auth", "session")
-_REDACTED = "***"
-
 #: AWS error codes meaning "these credentials are not valid" (as opposed to "not allowed").
 _BAD_CREDENTIAL_CODES = frozenset(
     {"SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidToken", "ExpiredToken", "InvalidClientTokenId", "AuthorizationHeaderMalformed"}
@@ -77,68 +72,6 @@ class StorageUnavailable(InputError):
     A wrong endpoint (bad input) or an outage (it may pass): the flows retry it, unlike other
     input errors, and report it as bad input when it does not pass.
     """
-
-
-def _is_secret_name(name) -> bool:
-    lowered = str(name).lower()
-    return any(word in lowered for word in _SECRET_WORDS)
-
-
-def redact(storage_options) -> dict:
-    """Return a copy of ``storage_options`` that is safe to log: secret values become ``"***"``.
-
-    An option is secret when its name contains one of ``key``, ``secret``, ``password``,
-    ``token``, ``credential``, ``signature``, ``auth``, ``session``. Nested dicts
-    (``client_kwargs``, ``config_kwargs``) are redacted recursively; other values are kept.
-
-    Parameters
-    ----------
-    storage_options : dict or None
-
-    Returns
-    -------
-    dict
-
-    Examples
-    --------
-    >>> redact({"key": "AKIA...", "secret": "s3cr3t", "client_kwargs": {"endpoint_url": "http://x"}})
-    {'key': '***', 'secret': '***', 'client_kwargs': {'endpoint_url': 'http://x'}}
-    """
-    if storage_options is None:
-        return {}
-    out = {}
-    for name, value in dict(storage_options).items():
-        if isinstance(value, Mapping):
-            out[name] = redact(value)
-        elif value is not None and _is_secret_name(name):
-            out[name] = _REDACTED
-        else:
-            out[name] = value
-    return out
-
-
-def redact_url(url) -> str:
-    """Return ``url`` without the credentials it may embed (``user:password@``, signed queries).
-
-    Examples
-    --------
-    >>> redact_url("https://alice:pw@example.org/data?X-Amz-Signature=abc&part=1")
-    'https://***@example.org/data?X-Amz-Signature=%2A%2A%2A&part=1'
-    >>> redact_url("s3://bucket/resource")
-    's3://bucket/resource'
-    """
-    text = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
-    if "://" not in text:
-        return text
-    parts = urlsplit(text)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = _REDACTED + "@" + netloc.rsplit("@", 1)[1]
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, _REDACTED if _is_secret_name(k) else v) for k, v in pairs])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def parse_storage_options(storage_options, *, owner: str = "prdist") -> dict:

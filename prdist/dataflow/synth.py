@@ -41,13 +41,13 @@ cluster (on one platform: the model's special functions may round differently on
 
 Known truth. Every file carries the model (family and parameters), n, order, seed and layout in
 its Parquet key-value metadata under :data:`METADATA_KEY`, and so does the commit marker
-:data:`MARKER` (with the file list); :func:`read_synth_metadata` rebuilds the model from them, and
+:data:`SYNTH_MARKER` (with the file list); :func:`read_synth_metadata` rebuilds the model from them, and
 ``model.precision_at_fraction(r / n)`` is then the expected precision at rank r.
 
 Publication. One Dask task per partition file; a task holds about one row group, so memory does
 not grow with n. On local disk the files go to a hidden sibling directory that is renamed into
 place at the end: the dataset appears whole or not at all. Object stores cannot rename a prefix,
-so there each file appears whole (a create-only upload) and :data:`MARKER`, written last with a
+so there each file appears whole (a create-only upload) and :data:`SYNTH_MARKER`, written last with a
 create-only write, commits the dataset; readers that need completeness check for it
 (:func:`read_synth_metadata` does). A failed write removes what it wrote.
 """
@@ -57,11 +57,8 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import traceback
-import uuid
 from dataclasses import dataclass
 
-import dask
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -71,14 +68,15 @@ from .._validation import check_choice, check_int
 from ..errors import DataError, ParameterError
 from ..ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
+from .executor import run_all
 from .storage import Location, dataset_publication, publish, resolve, storage_errors
 
 __all__ = [
     "BLOCK_ROWS",
-    "DEFAULT_PARTITION_ROWS",
+    "DEFAULT_FILE_ROWS",
     "DEFAULT_ROW_GROUP_ROWS",
-    "MARKER",
     "METADATA_KEY",
+    "SYNTH_MARKER",
     "SyntheticResource",
     "read_synth_metadata",
     "synthetic_keys",
@@ -93,7 +91,7 @@ __all__ = [
 #: faults (65536-row blocks ran 4-7x slower in a worker process than in the client process).
 BLOCK_ROWS = 1 << 13
 #: Default rows per partition file (about 70 MB of Parquet): 239 files for 10^9 rows.
-DEFAULT_PARTITION_ROWS = 1 << 22
+DEFAULT_FILE_ROWS = 1 << 22
 #: Default rows per Parquet row group (about 2 MB): a partition task holds about one row group in
 #: memory, and a reader that extracts a window of ranks reads whole row groups, so small ones
 #: keep both low.
@@ -101,7 +99,7 @@ DEFAULT_ROW_GROUP_ROWS = 1 << 17
 #: Parquet key-value metadata key under which every file records the resource's known truth.
 METADATA_KEY = b"prdist.synth"
 #: The commit marker: written last; a dataset without it is not a (complete) synthetic resource.
-MARKER = "_prdist_synth.json"
+SYNTH_MARKER = "_prdist_synth.json"
 _FORMAT_VERSION = 1
 
 SCHEMA = pa.schema([("key", pa.int64()), ("score", pa.float64()), ("label", pa.int8())])
@@ -272,7 +270,7 @@ def _partition_tables(model, spec: _PartitionSpec):
         )
 
 
-def _write_partition(model, spec: _PartitionSpec, directory: Location, metadata: bytes, row_group_size: int) -> int:
+def _partition_task(spec: _PartitionSpec, directory: Location, metadata: bytes, row_group_size: int, *, model) -> int:
     """Generate one partition and write it as one Parquet file; return its row count.
 
     Memory stays about one row group plus one block, whatever the partition size. The file
@@ -302,19 +300,6 @@ def _write_partition(model, spec: _PartitionSpec, directory: Location, metadata:
 
     publish(directory.child(spec.name), write, exclusive=True)
     return spec.stop - spec.start
-
-
-def _partition_task(*args) -> int | Exception:
-    """:func:`_write_partition` as a Dask task that returns its error instead of raising it.
-
-    A scheduler stops waiting at the first task that raises while the others keep writing; the
-    caller must see every task finish before it removes what a failed write left.
-    """
-    try:
-        return _write_partition(*args)
-    except Exception as exc:
-        exc.add_note(f"in the task writing a synthetic partition:\n{traceback.format_exc()}")
-        return exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,7 +412,7 @@ def write_synthetic(
     client : distributed.Client, optional
         Run the partition tasks on this cluster; its workers write the files, so ``out`` must be
         storage they all reach (an object store, or a local path on a local cluster). Default:
-        Dask's current scheduler (the default client if one exists, else local threads).
+        in-process, one partition after the other (:mod:`prdist.dataflow.executor`).
     row_group_size : int, default=2**17
         Rows per Parquet row group, >= 1.
 
@@ -477,7 +462,7 @@ def write_synthetic(
     seed = check_int(seed, name="seed", owner=owner, low=0)
     order = check_choice(order, name="order", owner=owner, choices=("sorted", "shuffled"))
     if partitions is None:
-        partitions = -(-n // DEFAULT_PARTITION_ROWS)
+        partitions = -(-n // DEFAULT_FILE_ROWS)
     partitions = check_int(partitions, name="partitions", owner=owner, low=1, high=n)
     row_group_size = check_int(row_group_size, name="row_group_size", owner=owner, low=1)
     if not isinstance(out, (str, os.PathLike)) or not os.fspath(out):
@@ -499,22 +484,11 @@ def write_synthetic(
     files = tuple((spec.name, spec.stop - spec.start) for spec in specs)
     marker = (json.dumps({**description, "files": [list(f) for f in files]}, indent=1, sort_keys=True) + "\n").encode()
 
-    with dataset_publication(location, [spec.name for spec in specs], marker, marker_name=MARKER) as directory:
-        args = (directory, metadata, row_group_size)
-        if client is not None:
-            # The model on every worker up front: each unpickles it once (and builds the quantile
-            # table a numerical inverse cdf caches on it once), and no worker is preferred for
-            # holding it, so the partitions spread over the whole cluster.
-            model_ref = client.scatter(model, broadcast=True, hash=False)
-            futures = [client.submit(_partition_task, model_ref, spec, *args, pure=False) for spec in specs]
-            results = client.gather(futures)
-        else:
-            model_node = dask.delayed(model, name=f"prdist-synth-model-{uuid.uuid4().hex}", traverse=False)
-            tasks = [dask.delayed(_partition_task, pure=False)(model_node, spec, *args) for spec in specs]
-            results = dask.compute(*tasks)
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
+    with dataset_publication(location, [spec.name for spec in specs], marker, marker_name=SYNTH_MARKER) as directory:
+        # The model on every worker up front: each unpickles it once (and builds the quantile
+        # table a numerical inverse cdf caches on it once), and no worker is preferred for
+        # holding it, so the partitions spread over the whole cluster.
+        run_all(client, _partition_task, specs, directory, metadata, row_group_size, broadcast={"model": model})
     return SyntheticResource(
         url=_display(location), model=model, n=n, order=order, seed=seed, partitions=partitions, files=files
     )
@@ -580,11 +554,11 @@ def read_synth_metadata(url, *, storage_options=None) -> SyntheticResource:
     fs, root = location.fs, location.path.rstrip("/")
     with storage_errors(location, action="read"):
         try:
-            with fs.open(posixpath.join(root, MARKER), "rb") as fh:
+            with fs.open(posixpath.join(root, SYNTH_MARKER), "rb") as fh:
                 marker = json.load(fh)
         except FileNotFoundError:
             raise DataError(
-                f"{location.url} is not a complete synthetic resource: it has no {MARKER} (an "
+                f"{location.url} is not a complete synthetic resource: it has no {SYNTH_MARKER} (an "
                 "interrupted write, or a resource not made by prdist synth). Write it again."
             ) from None
         files = tuple((str(name), int(rows)) for name, rows in marker["files"])
@@ -595,7 +569,7 @@ def read_synth_metadata(url, *, storage_options=None) -> SyntheticResource:
     if METADATA_KEY not in embedded or json.loads(embedded[METADATA_KEY]) != recorded:
         raise DataError(
             f"The files of {location.url} do not carry the {METADATA_KEY.decode()} metadata its "
-            f"{MARKER} describes: the dataset was modified after it was written. Write it again."
+            f"{SYNTH_MARKER} describes: the dataset was modified after it was written. Write it again."
         )
     return SyntheticResource(
         url=_display(location),

@@ -7,13 +7,25 @@ order is the storage order a sorted resource is sorted in.
 
 Opening reads only the Parquet footers: row counts, the schema and the score column's min/max
 statistics of every row group. Those statistics verify a claim of descending order cheaply and
-map ranks to row groups, so :func:`extract_ranks` reads only the row groups that hold the
-requested ranks.
+map ranks to row groups, so :func:`prdist.dataflow.extract.extract_ranks` reads only the row
+groups that hold the requested ranks.
 
 Rank order (:mod:`prdist.ranking`) is descending score, ties broken by the 64-bit hash of the
-key, then by the key. A resource sorted by score is therefore in rank order except inside runs of
-equal scores; :func:`extract_ranks` resolves such a run by reading it whole and ordering it by
-(key hash, key), even when it spans row groups and files.
+key, then by the key.
+
+DESIGN (like the ``Engine`` split of dask's ``dataframe/io/parquet``):
+
+- runs once, in the user's session: :func:`open_resource` (list the files, read every footer
+  on a thread pool, validate the schema, build the :class:`Resource` model and its fingerprint)
+  and the checks of parameters (:func:`check_ranks`, :func:`extra_columns`);
+- runs many times, inside tasks: the readers (:func:`open_parquet`, :func:`read_group`,
+  :func:`read_row_groups`, :func:`scores_of`, :func:`keys_of`). A task gets a
+  :class:`Partition` (consecutive row groups of one file, with the footer read at opening, sent
+  to the cluster once by :mod:`prdist.dataflow.executor`) and never sees the engine.
+
+Steps built on this module: :mod:`~prdist.dataflow.order` (verify a claim of sorted order),
+:mod:`~prdist.dataflow.extract` (ranks of a sorted resource), :mod:`~prdist.dataflow.select`
+(ranks of an unsorted one).
 
 Column types
 ------------
@@ -27,7 +39,6 @@ Column types
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import json
@@ -45,10 +56,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
-from .._validation import check_int
 from ..errors import DataError, InputError, ParameterError
-from ..ranking import key_hash
-from .progress import report_progress
 from .storage import Location, redact, resolve, storage_errors
 
 __all__ = [
@@ -58,9 +66,24 @@ __all__ = [
     "Partition",
     "Resource",
     "RowGroup",
-    "extract_ranks",
+    "RowGroupReader",
+    "check_labels",
+    "check_ranks",
+    "check_unique",
+    "displays",
+    "empty_result",
+    "extra_columns",
+    "footers_of",
+    "keys_of",
+    "open_parquet",
     "open_resource",
-    "verify_order",
+    "order_from_statistics",
+    "read_group",
+    "read_row_groups",
+    "refs_of",
+    "row_groups_of",
+    "result_frame",
+    "scores_of",
 ]
 
 #: Rows per Dask task when a pass maps over a resource. A task holds one row group at a time,
@@ -68,16 +91,7 @@ __all__ = [
 #: give tens of tasks from 10^7 rows up, enough to keep every worker busy to the end of a pass.
 DEFAULT_PARTITION_ROWS = 1 << 20
 
-#: :func:`extract_ranks` reads a block of row groups whole (one task, one local sort) up to this
-#: many rows; a larger block — a huge run of tied scores — goes through the bounded-memory
-#: selection of :mod:`prdist.dataflow.select` instead.
-DEFAULT_BLOCK_ROWS = 1 << 22
 
-_SIGN = np.uint64(1 << 63)
-
-
-# --------------------------------------------------------------------------------------------
-# Metadata
 
 
 @dataclass(frozen=True)
@@ -194,7 +208,7 @@ class Resource:
         ``full=True`` does. :func:`extract_ranks` needs exactly this claim, no more: it orders
         the rows it reads itself.
         """
-        return _order_from_statistics(self).sorted
+        return order_from_statistics(self).sorted
 
     def rank_ranges(self) -> pd.DataFrame:
         """One row per row group: file, row_group, num_rows, first_rank, last_rank, score_max, score_min.
@@ -411,86 +425,28 @@ def open_resource(url, *, storage_options=None, key: str = "key", score: str = "
     >>> res.n, len(res.files), res.is_sorted_claim()
     (3, 1, True)
     """
-    owner = "open_resource"
-    for name, value in (("key", key), ("score", score)):
-        if not isinstance(value, str) or not value:
-            raise ParameterError(f"The {name!r} parameter of {owner} must be a column name. Got {value!r} instead.")
-    if label is not None and (not isinstance(label, str) or not label):
-        raise ParameterError(f"The 'label' parameter of {owner} must be a column name or None. Got {label!r} instead.")
-    if len({key, score, label} - {None}) != 2 + (label is not None):
-        raise ParameterError(f"The key, score and label columns of {owner} must be distinct. Got {key!r}, {score!r}, {label!r}.")
+    _check_columns(key, score, label, owner="open_resource")
     location = resolve(url, storage_options=storage_options)
     listed = _list_files(location)
     root = location.path.rstrip("/") or location.path
-    fs = location.fs
     relatives = [posixpath.relpath(path, root) if path != root else posixpath.basename(path) for path, _ in listed]
     names = [location.url if path == root else location.child(relative).url for (path, _), relative in zip(listed, relatives)]
-    if len(listed) == 1:
-        footers = [_read_footer(fs, listed[0][0], names[0])]
-    else:
-        # Footers are small; on object stores the latency of one request per file dominates.
-        with ThreadPoolExecutor(max_workers=min(16, len(listed))) as pool:
-            footers = list(pool.map(lambda i: _read_footer(fs, listed[i][0], names[i]), range(len(listed))))
-
-    key_kind = None
-    schema = None
+    footers = _read_footers(location.fs, [path for path, _ in listed], names)
+    key_kind = schema = None
     row_groups: list[RowGroup] = []
     fingerprint_files = []
     for file_number, ((path, entry), (metadata, arrow_schema)) in enumerate(zip(listed, footers)):
-        relative, display = relatives[file_number], names[file_number]
-        kind = _validate_schema(arrow_schema, display, key=key, score=score, label=label)
+        kind = _validate_schema(arrow_schema, names[file_number], key=key, score=score, label=label)
         if key_kind is None:
             key_kind, schema = kind, arrow_schema
         elif kind != key_kind:
             raise DataError(
-                f"The files of {location.url} disagree on the key type: {display} has {kind} keys, "
+                f"The files of {location.url} disagree on the key type: {names[file_number]} has {kind} keys, "
                 f"earlier files {key_kind} keys. Write every file with one key type."
             )
-        column_index = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
-        score_j = column_index[score]
-        checked = [(key, column_index[key]), (score, score_j)] + ([(label, column_index[label])] if label else [])
-        groups_fp = []
-        for index in range(metadata.num_row_groups):
-            group = metadata.row_group(index)
-            if group.num_rows == 0:
-                continue
-            for name, j in checked:
-                stats = group.column(j).statistics
-                if stats is not None and stats.has_null_count and stats.null_count > 0:
-                    raise DataError(
-                        f"The {name!r} column of {display} holds {stats.null_count} null values (row "
-                        f"group {index}). Drop or repair those items first."
-                    )
-            stats = group.column(score_j).statistics
-            lo = hi = None
-            if stats is not None and stats.has_min_max:
-                lo, hi = _finite_or_none(stats.min), _finite_or_none(stats.max)
-                for value in (stats.min, stats.max):
-                    if isinstance(value, float) and math.isinf(value):
-                        raise DataError(
-                            f"The score column {score!r} of {display} holds an infinite score (row "
-                            f"group {index}). Scores must be finite: drop or repair those items first."
-                        )
-            if label:
-                label_stats = group.column(column_index[label]).statistics
-                if label_stats is not None and label_stats.has_min_max and (
-                    float(label_stats.min) < 0 or float(label_stats.max) > 1
-                ):
-                    raise DataError(
-                        f"The label column {label!r} of {display} holds values outside 0/1 (row group "
-                        f"{index}: min {label_stats.min}, max {label_stats.max}). Map labels to 0 and 1."
-                    )
-            sizes = tuple(
-                (group.column(j).path_in_schema, int(group.column(j).total_compressed_size))
-                for j in range(group.num_columns)
-            )
-            row_groups.append(RowGroup(file_number, index, int(group.num_rows), lo, hi, sizes))
-            groups_fp.append([int(group.num_rows), lo, hi])
-        tag = entry.get("ETag") or entry.get("etag") or entry.get("md5")
-        mtime = entry.get("mtime") or entry.get("LastModified") or entry.get("last_modified") or entry.get("updated")
-        fingerprint_files.append([relative, int(entry.get("size") or 0), None if tag is None else str(tag),
-                                  None if mtime is None else str(mtime), groups_fp])
-
+        groups = _row_groups(metadata, file_number, names[file_number], key=key, score=score, label=label)
+        row_groups += groups
+        fingerprint_files.append(_file_fingerprint(relatives[file_number], entry, groups))
     n = sum(rg.num_rows for rg in row_groups)
     if n == 0:
         raise DataError(f"The resource {location.url} holds no rows. Point the URL at a non-empty dataset.")
@@ -509,10 +465,87 @@ def open_resource(url, *, storage_options=None, key: str = "key", score: str = "
         fingerprint=digest,
         schema=schema,
         root=root,
-        fs=fs,
+        fs=location.fs,
         storage_options=location.storage_options,
         footers=tuple(Footer(metadata, int(entry.get("size") or -1)) for (_, entry), (metadata, _) in zip(listed, footers)),
     )
+
+
+def _check_columns(key, score, label, *, owner: str) -> None:
+    for name, value in (("key", key), ("score", score)):
+        if not isinstance(value, str) or not value:
+            raise ParameterError(f"The {name!r} parameter of {owner} must be a column name. Got {value!r} instead.")
+    if label is not None and (not isinstance(label, str) or not label):
+        raise ParameterError(f"The 'label' parameter of {owner} must be a column name or None. Got {label!r} instead.")
+    if len({key, score, label} - {None}) != 2 + (label is not None):
+        raise ParameterError(f"The key, score and label columns of {owner} must be distinct. Got {key!r}, {score!r}, {label!r}.")
+
+
+def _read_footers(fs, paths: list[str], names: list[str]) -> list[tuple[pq.FileMetaData, pa.Schema]]:
+    """Every file's (footer, Arrow schema), in file order."""
+    if len(paths) == 1:
+        return [_read_footer(fs, paths[0], names[0])]
+    # Footers are small; on object stores the latency of one request per file dominates.
+    with ThreadPoolExecutor(max_workers=min(16, len(paths))) as pool:
+        return list(pool.map(lambda i: _read_footer(fs, paths[i], names[i]), range(len(paths))))
+
+
+def _row_groups(metadata: pq.FileMetaData, file_number: int, display: str, *, key: str, score: str,
+                label: str | None) -> list[RowGroup]:
+    """The non-empty row groups of one file, their statistics checked (nulls, infinities, labels)."""
+    column_index = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
+    score_j = column_index[score]
+    checked = [(key, column_index[key]), (score, score_j)] + ([(label, column_index[label])] if label else [])
+    out = []
+    for index in range(metadata.num_row_groups):
+        group = metadata.row_group(index)
+        if group.num_rows == 0:
+            continue
+        for name, j in checked:
+            stats = group.column(j).statistics
+            if stats is not None and stats.has_null_count and stats.null_count > 0:
+                raise DataError(
+                    f"The {name!r} column of {display} holds {stats.null_count} null values (row "
+                    f"group {index}). Drop or repair those items first."
+                )
+        lo, hi = _score_range(group.column(score_j).statistics, display, score=score, index=index)
+        if label:
+            _check_label_range(group.column(column_index[label]).statistics, display, label=label, index=index)
+        sizes = tuple(
+            (group.column(j).path_in_schema, int(group.column(j).total_compressed_size))
+            for j in range(group.num_columns)
+        )
+        out.append(RowGroup(file_number, index, int(group.num_rows), lo, hi, sizes))
+    return out
+
+
+def _score_range(stats, display: str, *, score: str, index: int) -> tuple[float | None, float | None]:
+    """A row group's (min, max) score from its statistics; (None, None) without statistics."""
+    if stats is None or not stats.has_min_max:
+        return None, None
+    for value in (stats.min, stats.max):
+        if isinstance(value, float) and math.isinf(value):
+            raise DataError(
+                f"The score column {score!r} of {display} holds an infinite score (row "
+                f"group {index}). Scores must be finite: drop or repair those items first."
+            )
+    return _finite_or_none(stats.min), _finite_or_none(stats.max)
+
+
+def _check_label_range(stats, display: str, *, label: str, index: int) -> None:
+    if stats is not None and stats.has_min_max and (float(stats.min) < 0 or float(stats.max) > 1):
+        raise DataError(
+            f"The label column {label!r} of {display} holds values outside 0/1 (row group "
+            f"{index}: min {stats.min}, max {stats.max}). Map labels to 0 and 1."
+        )
+
+
+def _file_fingerprint(relative: str, entry: dict, groups: list[RowGroup]) -> list:
+    """What the fingerprint hashes of one file: path, size, ETag or mtime, row counts, score ranges."""
+    tag = entry.get("ETag") or entry.get("etag") or entry.get("md5")
+    mtime = entry.get("mtime") or entry.get("LastModified") or entry.get("last_modified") or entry.get("updated")
+    return [relative, int(entry.get("size") or 0), None if tag is None else str(tag),
+            None if mtime is None else str(mtime), [[rg.num_rows, rg.score_min, rg.score_max] for rg in groups]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -555,12 +588,45 @@ def read_group(parquet, index: int, columns: Sequence[str], *, display: str) -> 
         raise corrupt_file_error(f"{display} (row group {index})", exc) from None
 
 
+@dataclass(frozen=True)
+class RowGroupReader:
+    """One row group of an open Parquet file, as a task sees it: read its columns, name it."""
+
+    parquet: pq.ParquetFile
+    index: int
+    display: str
+
+    @property
+    def where(self) -> str:
+        """The row group's name in messages: "<file URL> row group <index>"."""
+        return f"{self.display} row group {self.index}"
+
+    @property
+    def num_rows(self) -> int:
+        return self.parquet.metadata.row_group(self.index).num_rows
+
+    def read(self, columns: Sequence[str]) -> pa.Table:
+        return read_group(self.parquet, self.index, columns, display=self.display)
+
+
+def row_groups_of(fs, partition: Partition, names: dict) -> Iterator[RowGroupReader]:
+    """The one row-group loop of every task: the file opened once (with the footer read at
+    opening), then each row group of ``partition`` in turn. ``names``: :func:`displays`."""
+    yield from _row_groups_in(fs, partition.path, partition.indices, display=names[partition.path],
+                              footer=partition.footer)
+
+
+def _row_groups_in(fs, path: str, indices: Sequence[int], *, display: str, footer) -> Iterator[RowGroupReader]:
+    with open_parquet(fs, path, display=display, footer=footer) as parquet:
+        for index in indices:
+            yield RowGroupReader(parquet, index, display)
+
+
 def read_row_groups(fs, path: str, indices: Sequence[int], columns: Sequence[str], *, display: str,
                     footer=None) -> Iterator[tuple[int, pa.Table]]:
     """Yield ``(index, table)`` for the row groups ``indices`` of one file, one at a time."""
-    with open_parquet(fs, path, display=display, footer=footer) as parquet:
-        for index in indices:
-            yield index, read_group(parquet, index, columns, display=display)
+    for group in _row_groups_in(fs, path, indices, display=display, footer=footer):
+        yield group.index, group.read(columns)
 
 
 def scores_of(table: pa.Table, column: str, where: str) -> np.ndarray:
@@ -589,41 +655,6 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     if pa.types.is_integer(array.type):
         return np.asarray(array.to_numpy()).astype(np.int64, copy=False)
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
-
-
-def descending_ordinal(scores: np.ndarray) -> np.ndarray:
-    """Map float64 scores to uint64 so that ascending ordinals are descending scores.
-
-    Exact and order-preserving (IEEE-754 bit trick); -0.0 and 0.0 share an ordinal, as they
-    compare equal.
-
-    >>> descending_ordinal(np.array([1.0, -2.0, 0.0, -0.0, 3.0])).argsort(kind="stable").tolist()
-    [4, 0, 2, 3, 1]
-    """
-    bits = (np.asarray(scores, dtype=np.float64) + 0.0).view(np.uint64)  # + 0.0: -0.0 -> 0.0
-    # Ascending order: flip every bit of a negative score, only the sign bit of a positive one;
-    # the descending ordinal is its complement. The arithmetic shift gives the all-ones mask of
-    # the negatives without a branch, and every step runs in place on one temporary.
-    flip = (bits.view(np.int64) >> 63).view(np.uint64)
-    flip |= _SIGN
-    np.bitwise_xor(flip, bits, out=flip)
-    return np.invert(flip, out=flip)
-
-
-def score_of_ordinal(ordinals: np.ndarray) -> np.ndarray:
-    """The float64 score of each descending ordinal: the inverse of :func:`descending_ordinal`.
-
-    >>> score_of_ordinal(descending_ordinal(np.array([1.5, -2.0, 0.0, -np.inf]))).tolist()
-    [1.5, -2.0, 0.0, -inf]
-    """
-    ascending = ~np.asarray(ordinals, dtype=np.uint64)
-    positive = (ascending & _SIGN) != 0
-    return np.where(positive, ascending ^ _SIGN, ~ascending).view(np.float64)
-
-
-def rank_sort(ordinals: np.ndarray, hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Permutation putting rows in rank order: ordinal, then key hash, then key."""
-    return np.lexsort((keys, hashes, ordinals))
 
 
 def check_unique(keys: np.ndarray, where: str) -> None:
@@ -705,11 +736,8 @@ def result_frame(positions: np.ndarray, keys: np.ndarray, scores: np.ndarray, ex
     return frame
 
 
-# --------------------------------------------------------------------------------------------
-# Order
-
-
-def _order_from_statistics(resource: Resource) -> OrderCheck:
+def order_from_statistics(resource: Resource) -> OrderCheck:
+    """The order claim row-group statistics make: every minimum >= the next maximum."""
     groups = resource.row_groups
     for g, rg in enumerate(groups):
         if not rg.has_score_range:
@@ -726,312 +754,6 @@ def _order_from_statistics(resource: Resource) -> OrderCheck:
     return OrderCheck(True, "statistics")
 
 
-def _order_task(partition: Partition, fs, score: str, names: dict):
-    """Per row group: (first score, last score, first row where the score rises, or None)."""
-    out = []
-    display = names[partition.path]
-    for index, table in read_row_groups(fs, partition.path, partition.indices, [score], display=display,
-                                        footer=partition.footer):
-        values = scores_of(table, score, f"{display} row group {index}")
-        rises = np.flatnonzero(np.diff(values) > 0)
-        violation = None if rises.size == 0 else int(rises[0]) + 1
-        out.append((float(values[0]), float(values[-1]), violation))
-    return out
-
-
-def run_tasks(client, function, partitions, *args):
-    """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process."""
-    if client is None:
-        return [function(p, *args) for p in partitions]
-    futures, shipped = map_partitions(client, function, partitions, *args)
-    try:
-        report_progress(futures, function.__name__.strip("_").replace("_task", "").replace("_", " "))
-        return client.gather(futures)
-    finally:
-        for future in [*futures, *shipped]:
-            future.release()
-
-
-def map_partitions(client, function, items, *args, **kwargs):
-    """``client.map`` of ``function(item, *args, **kwargs)`` over ``items``, footers sent once.
-
-    A :class:`Partition` carries its file's footer (kilobytes; half a megabyte with row groups of
-    2**11 rows), and a task graph with one copy per task grew to tens of megabytes. So each
-    distinct footer is scattered to the cluster once, and every task gets its partition and the
-    footer's future apart. Also for items ``(payload, {path: Footer})``. Returns (futures, the
-    scattered footers' futures): release both when done.
-    """
-    footers: dict[int, Footer] = {}
-    for item in items:
-        for footer in _footers_in(item):
-            footers.setdefault(id(footer), footer)
-    shipped = dict(zip(footers, client.scatter(list(footers.values()), hash=False))) if footers else {}
-    bare = [_without_footers(item, shipped) for item in items]
-    # Tasks named after the function, not the wrapper: the dashboard and logs show the step.
-    futures = client.map(_call_with_footers, [function] * len(bare), [b for b, _ in bare], [f for _, f in bare],
-                         *[[a] * len(bare) for a in args], key=function.__name__.strip("_"), pure=False, **kwargs)
-    return futures, list(shipped.values())
-
-
-def _footers_in(item) -> list:
-    if isinstance(item, Partition):
-        return [] if item.footer is None else [item.footer]
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
-        return [f for f in item[1].values() if isinstance(f, Footer)]
-    return []
-
-
-def _without_footers(item, shipped: dict):
-    """(item with its footers taken out, what replaces them: a future, a dict of futures or None)."""
-    if isinstance(item, Partition) and item.footer is not None:
-        return dataclasses.replace(item, footer=None), shipped[id(item.footer)]
-    if _footers_in(item):
-        return (item[0], None), {path: shipped[id(f)] for path, f in item[1].items()}
-    return item, None
-
-
-def _call_with_footers(function, item, footers, *args, **kwargs):
-    if isinstance(item, Partition) and footers is not None:
-        item = dataclasses.replace(item, footer=footers)
-    elif isinstance(item, tuple) and footers is not None:
-        item = (item[0], footers)
-    return function(item, *args, **kwargs)
-
-
-def verify_order(resource: Resource, *, full: bool = False, client=None) -> OrderCheck:
-    """Check that the resource is sorted by descending score.
-
-    Parameters
-    ----------
-    resource : Resource
-    full : bool, default=False
-        False: from row-group statistics only (no data read; every boundary between row groups
-        and files, not the order inside row groups). True: read every score, one Dask task per
-        partition, and check every pair of neighbouring rows (and finiteness on the way).
-    client : distributed.Client, optional
-        Cluster for the full check; default in-process.
-
-    Returns
-    -------
-    OrderCheck
-
-    Examples
-    --------
-    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> d = tempfile.mkdtemp()
-    >>> pq.write_table(pa.table({"key": [1, 2, 3], "score": [0.1, 0.5, 0.3]}), os.path.join(d, "a.parquet"))
-    >>> res = open_resource(d)
-    >>> res.is_sorted_claim()  # one row group: its statistics cannot see inside it
-    True
-    >>> verify_order(res, full=True)
-    OrderCheck(sorted=False, method='full', detail='a.parquet row group 0: the score rises at row 1')
-    """
-    if not full:
-        return _order_from_statistics(resource)
-    parts = resource.partitions()
-    results = run_tasks(client, _order_task, parts, resource.fs, resource.score, displays(resource))
-    previous = None
-    for part, per_group in zip(parts, results):
-        for unit, (first, last, violation) in zip(part.units, per_group):
-            rg = resource.row_groups[unit]
-            where = f"{resource.relative_name(rg.file)} row group {rg.index}"
-            if violation is not None:
-                return OrderCheck(False, "full", f"{where}: the score rises at row {violation}")
-            if previous is not None and previous[0] < first:
-                return OrderCheck(False, "full", f"{where} starts at score {first!r}, above the last score {previous[0]!r} of {previous[1]}")
-            previous = (last, where)
-    return OrderCheck(True, "full")
-
-
-# --------------------------------------------------------------------------------------------
-# Extraction from sorted input
-
-
-def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of row groups [g0, g1] that hold the requested positions and whole tie runs.
-
-    A block starts where the previous row group's minimum is strictly above its maximum (so no
-    tie run crosses the boundary) and likewise ends: its rows are a contiguous range of ranks.
-    """
-    groups = resource.row_groups
-    offsets = resource.offsets
-    hit = np.unique(np.searchsorted(offsets, positions, side="right") - 1)
-    blocks: list[tuple[int, int]] = []
-    for g in hit.tolist():
-        if blocks and g <= blocks[-1][1]:
-            continue
-        g0 = g
-        while g0 > 0 and groups[g0 - 1].score_min == groups[g0].score_max:
-            g0 -= 1
-        g1 = g
-        while g1 + 1 < len(groups) and groups[g1].score_min == groups[g1 + 1].score_max:
-            g1 += 1
-        if blocks and g0 <= blocks[-1][1]:
-            g0 = blocks.pop()[0]
-        blocks.append((g0, g1))
-    return blocks
-
-
-def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict) -> list[pd.DataFrame]:
-    """Read blocks of row groups whole, order each by rank, keep the wanted positions.
-
-    The blocks of one task mostly lie in one file, which is opened once for all of them, with
-    the footer ``open_resource`` read (``footers``: path -> FileMetaData): on object storage a
-    footer costs a request, and with small row groups its bytes rival those of the row groups
-    read.
-    """
-    blocks, footers = task
-    frames = []
-    with contextlib.ExitStack() as stack:
-        opened: dict[str, pq.ParquetFile] = {}
-
-        def parquet_of(path):
-            if path not in opened:
-                opened[path] = stack.enter_context(open_parquet(fs, path, display=names[path], footer=footers.get(path)))
-            return opened[path]
-
-        for refs, start, wanted in blocks:
-            key_parts, score_parts, extra_parts = [], [], []
-            for path, indices in refs:
-                display = names[path]
-                for index in indices:
-                    table = read_group(parquet_of(path), index, [key, score, *extras], display=display)
-                    where = f"{display} row group {index}"
-                    key_parts.append(keys_of(table, key, where))
-                    score_parts.append(scores_of(table, score, where))
-                    if extras:
-                        extra_parts.append(table.select(extras))
-            keys = np.concatenate(key_parts)
-            scores = np.concatenate(score_parts)
-            take = sorted_block_order(scores, keys)[wanted - start]
-            check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
-            extras_table = pa.concat_tables(extra_parts, promote_options="permissive").take(pa.array(take)) if extras else None
-            frames.append(result_frame(wanted, keys[take], scores[take], extras_table))
-    return frames
-
-
-def sorted_block_order(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Rank order of the rows of a block read from a sorted resource (see :func:`rank_sort`).
-
-    The rows are already in descending score order but for the order inside runs of tied
-    scores, which is by key hash: only the tied rows are hashed and sorted, not the block
-    (sorting whole blocks took two thirds of the time of a sorted extraction). A block that is
-    not in descending order inside (statistics only check the row-group boundaries) gets a full
-    sort, which is still right.
-
-    >>> sorted_block_order(np.array([3.0, 2.0, 2.0, 1.0]), np.array([7, 8, 9, 10])).tolist() in ([0, 1, 2, 3], [0, 2, 1, 3])
-    True
-    """
-    ordinals = descending_ordinal(scores)
-    before, after = ordinals[:-1], ordinals[1:]
-    if np.all(after > before):
-        return np.arange(scores.size)
-    if np.any(after < before):
-        return rank_sort(ordinals, key_hash(keys), keys)
-    same = after == before
-    tied = np.zeros(scores.size, dtype=bool)
-    tied[1:] |= same
-    tied[:-1] |= same
-    rows = np.flatnonzero(tied)
-    order = np.arange(scores.size)
-    order[rows] = rows[rank_sort(ordinals[rows], key_hash(keys[rows]), keys[rows])]
-    return order
-
-
-def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_block_rows: int = DEFAULT_BLOCK_ROWS) -> pd.DataFrame:
-    """Return the items at ``ranks`` of a resource sorted by descending score.
-
-    Reads only the row groups that hold the requested ranks, extended over any run of tied
-    scores that crosses their boundaries: inside such a run rank order is by key hash, so the
-    whole run is read and ordered by (key hash, key).
-
-    Parameters
-    ----------
-    resource : Resource
-        Must satisfy :meth:`Resource.is_sorted_claim` (row-group statistics in descending order).
-    ranks : array-like of int
-        1-based ranks in [1, n]; duplicates are ignored.
-    client : distributed.Client, optional
-        Read the blocks of row groups as tasks on this cluster; default in-process.
-    columns : list of str, optional
-        Extra columns to return. Default: the label column, if the resource has one.
-    max_block_rows : int, default=2**22
-        Largest block of row groups read whole by one task; a larger block (a run of tied scores
-        over many row groups) is resolved by :func:`prdist.dataflow.select.select_ranks`'s
-        bounded-memory selection restricted to that block.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``rank`` (int64), ``key``, ``score`` (float64), then ``columns``; one row per
-        distinct requested rank, in rank order. ``attrs["bytes_read"]`` holds the compressed
-        Parquet bytes read and ``attrs["row_groups_read"]`` the number of row groups read.
-
-    Raises
-    ------
-    DataError
-        The statistics do not show descending order (use ``select_ranks`` for unsorted input),
-        a key occurs twice among the rows read, or a score read is null or not finite.
-
-    Examples
-    --------
-    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> from prdist.ranking import rank_order
-    >>> d = tempfile.mkdtemp()
-    >>> scores = [0.9, 0.7, 0.7, 0.7, 0.2]
-    >>> pq.write_table(pa.table({"key": [10, 11, 12, 13, 14], "score": scores}), os.path.join(d, "a.parquet"), row_group_size=2)
-    >>> res = open_resource(d)
-    >>> extract_ranks(res, [2, 3, 4])["key"].tolist() == [[10, 11, 12, 13, 14][i] for i in rank_order(scores, [10, 11, 12, 13, 14])[1:4]]
-    True
-    """
-    from .select import select_positions  # select.py builds on this module
-
-    owner = "extract_ranks"
-    wanted = check_ranks(ranks, resource.n, owner=owner) - 1
-    extras = extra_columns(resource, columns)
-    max_block_rows = check_int(max_block_rows, name="max_block_rows", owner=owner, low=1)
-    check = _order_from_statistics(resource)
-    if not check.sorted:
-        raise DataError(
-            f"extract_ranks needs a resource sorted by descending score, and {resource.url} is not: "
-            f"{check.detail}. Use prdist.dataflow.select.select_ranks for unsorted input."
-        )
-    if wanted.size == 0:
-        return empty_result(resource, extras)
-    offsets = resource.offsets
-    direct, large = [], []
-    for g0, g1 in _blocks(resource, wanted):
-        start, stop = int(offsets[g0]), int(offsets[g1 + 1])
-        lo, hi = np.searchsorted(wanted, [start, stop])
-        block = (g0, g1, start, wanted[lo:hi])
-        (direct if stop - start <= max_block_rows else large).append(block)
-
-    read_columns = [resource.key, resource.score, *extras]
-    frames, bytes_read, groups_read = [], 0, 0
-    if direct:
-        # One task per file (the file of a block's first row group): each footer is read once.
-        by_file: dict[int, list] = {}
-        for g0, g1, start, block_wanted in direct:
-            refs = _refs(resource, range(g0, g1 + 1))
-            by_file.setdefault(resource.row_groups[g0].file, []).append((refs, start, block_wanted))
-            bytes_read += resource.bytes_of(range(g0, g1 + 1), read_columns)
-            groups_read += g1 - g0 + 1
-        tasks = [(blocks, _footers_of(resource, file)) for file, blocks in by_file.items()]
-        for found in run_tasks(client, _blocks_task, tasks, resource.fs, resource.key, resource.score, extras,
-                               displays(resource)):
-            frames += found
-    for g0, g1, start, block_wanted in large:
-        frame = select_positions(resource, block_wanted, units=range(g0, g1 + 1), base=start, client=client, extras=extras)
-        bytes_read += frame.attrs["bytes_read"]
-        groups_read += frame.attrs["row_groups_read"]
-        frames.append(frame)
-    result = pd.concat(frames, ignore_index=True).sort_values("rank", ignore_index=True)
-    check_unique(result["key"].to_numpy(), f"the rows extracted from {resource.url}")
-    check_labels(result, resource.label, resource.url)
-    result.attrs = {"bytes_read": int(bytes_read), "row_groups_read": int(groups_read)}
-    return result
-
-
 def displays(resource: Resource) -> dict[str, str]:
     """File path -> its printable (redacted) URL, for error messages raised inside tasks."""
     out = {}
@@ -1040,14 +762,14 @@ def displays(resource: Resource) -> dict[str, str]:
     return out
 
 
-def _footers_of(resource: Resource, file: int) -> dict:
+def footers_of(resource: Resource, file: int) -> dict:
     """path -> footer of file number ``file`` and of the next one (a block of a run of tied
     scores may cross into it; a block crossing further reads the footers it lacks)."""
     numbers = [f for f in (file, file + 1) if f < len(resource.files) and resource.footer(f) is not None]
     return {resource.files[f]: resource.footer(f) for f in numbers}
 
 
-def _refs(resource: Resource, units) -> list[tuple[str, list[int]]]:
+def refs_of(resource: Resource, units) -> list[tuple[str, list[int]]]:
     """Group row groups by file: [(path, [row-group index, ...]), ...] in storage order."""
     refs: list[tuple[str, list[int]]] = []
     for unit in units:

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from .dataflow.storage import redact_url
+from .redaction import redact_url
 from .errors import InputError, ParameterError
 
 __all__ = ["EVENT", "RESOURCE_PREFIX", "ReleaseEvent", "emit_release", "release_event"]

@@ -15,7 +15,8 @@ at two places in the sentence). The published counts (861 extractions, 756 label
 count those rows; an item of a resource is one key, so by default each tuple is kept once with its
 highest confidence (858 / 753 / 218). ``duplicates="keep"`` returns the rows as published.
 
-This module reads files; the estimators it feeds live in :mod:`prdist.importance`.
+A test helper, outside the package: it reads files, which the pure core never does; the
+estimators it feeds live in :mod:`prdist.importance`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from ._validation import check_choice
-from .errors import DataError
+from prdist._validation import check_choice
+from prdist.errors import DataError
 
 __all__ = ["REVERB_SYSTEMS", "ReverbData", "reverb_key", "load_reverb"]
 

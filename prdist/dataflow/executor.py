@@ -1,0 +1,231 @@
+"""The one way prdist runs work on Dask.
+
+DESIGN. Stage functions never see the engine: a step (order, extract, select, compare) hands
+this module a plain function and the items to map it over; this module decides where it runs.
+
+- ``client=None`` always means *in-process*, in the caller's thread, with no Dask at all (not
+  "Dask's current scheduler"): the same function over the same items, so the Dask path equals
+  the in-memory one by construction.
+- :func:`map_partitions` submits one task per item; objects shared by many tasks (the Parquet
+  footers of :class:`~prdist.dataflow.parquet.Partition`, kilobytes each) are scattered to the
+  cluster once, not embedded in every task.
+- :func:`run_tasks` maps, reports progress, gathers, and raises the first task's exception
+  (``client.gather`` does), releasing every future either way.
+- :func:`run_all` and :func:`compute_all` (writers) wait for every task to end before raising
+  the first error: a scheduler stops waiting at the first task that raises while the others
+  keep writing, and the caller must see every write end before it removes what a failed one
+  left.
+- :func:`map_reduce` merges the results in a tree (a histogram over every partition);
+  :func:`map_shuffle` hashes every task's output into buckets and reduces each bucket in one
+  task (the support shuffle of a comparison).
+
+Runs once, in the user's session: the wiring here (scatter, submit, gather). Runs many times,
+in tasks: the step's function and :func:`_call_with_footers`, which puts the footer back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+from .parquet import Footer, Partition
+from .progress import report_progress
+
+__all__ = ["compute_all", "map_partitions", "map_reduce", "map_shuffle", "run_all", "run_tasks"]
+
+#: How many partial results one merge task combines in :func:`map_reduce`'s tree.
+FAN_IN = 8
+
+
+def _label(function) -> str:
+    """The progress label of a step: ``_histogram_task`` -> "histogram"."""
+    return function.__name__.strip("_").replace("_task", "").replace("_", " ")
+
+
+def run_tasks(client, function, partitions, *args):
+    """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process.
+
+    Returns the results in the order of ``partitions``; the first failed task's exception is
+    raised (after every future is released).
+    """
+    if client is None:
+        return [function(p, *args) for p in partitions]
+    futures, shipped = map_partitions(client, function, partitions, *args)
+    try:
+        report_progress(futures, _label(function))
+        return client.gather(futures)
+    finally:
+        for future in [*futures, *shipped]:
+            future.release()
+
+
+def run_all(client, function, items, *args, broadcast=None) -> list:
+    """``[function(item, *args, **broadcast) for item in items]``; every task ends before an error is raised.
+
+    ``broadcast``: keyword arguments every task shares, sent to every worker once (and then
+    unpickled once per worker, not per task).
+    """
+    broadcast = dict(broadcast or {})
+    if client is None:
+        return [function(item, *args, **broadcast) for item in items]
+    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
+    futures = [client.submit(function, item, *args, **shared, pure=False) for item in items]
+    try:
+        return _gather_then_raise(client, futures)
+    finally:
+        for future in [*futures, *shared.values()]:
+            future.release()
+
+
+def compute_all(client, graph) -> list:
+    """Compute a Dask collection's partitions (``graph()`` returns delayed objects); every task
+    ends before an error is raised.
+
+    ``graph`` is called here, where the engine is chosen: ``client=None`` is in-process (Dask's
+    synchronous scheduler, and a task-based shuffle, which needs no cluster), like every
+    function of this module.
+    """
+    import dask  # here: reading a resource or a run (a committed rerun) does not import Dask
+
+    if client is None:
+        with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+            return list(dask.compute(*graph(), scheduler="sync"))
+    futures = client.compute(graph())
+    try:
+        return _gather_then_raise(client, futures)
+    finally:
+        for future in futures:
+            future.release()
+
+
+def _gather_then_raise(client, futures) -> list:
+    for future in futures:
+        future.exception()  # waits for the task to end (on the future's own client), raises nothing
+    return client.gather(futures)  # raises the first failed task's error, all of them ended
+
+
+def map_reduce(client, function, merge, partitions, *, broadcast=None, **kwargs):
+    """``merge`` of ``function(partition, **kwargs, **broadcast)`` over every partition.
+
+    ``merge(*parts)`` must be associative and commutative in effect (counts, minima, maxima):
+    in-process the parts are folded one at a time, on a cluster merged in a tree of
+    :data:`FAN_IN` parts per task, so that no single task or the client holds them all.
+    ``broadcast``: keyword arguments every task shares (a table of intervals), sent to every
+    worker once.
+    """
+    broadcast = dict(broadcast or {})
+    if client is None:
+        total = None
+        for partition in partitions:
+            part = function(partition, **kwargs, **broadcast)
+            total = part if total is None else merge(total, part)
+        return total
+    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
+    futures, footers = map_partitions(client, function, partitions, **kwargs, **shared)
+    try:
+        report_progress(futures, _label(function))
+        while len(futures) > 1:
+            futures = [client.submit(merge, *futures[i:i + FAN_IN], pure=False) for i in range(0, len(futures), FAN_IN)]
+        return futures[0].result()
+    finally:
+        for future in [*futures, *footers, *shared.values()]:
+            future.release()
+
+
+def map_shuffle(client, groups, reduce, buckets: int, *, reduce_args=(), broadcast=None):
+    """Map, then shuffle by bucket: per-item results, and one reduction per bucket.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        None: in-process.
+    groups : sequence of (function, items, args)
+        ``function(item, *args, **broadcast)`` returns ``(result, pieces)``, ``pieces`` holding
+        one piece per bucket (None for an empty one).
+    reduce : callable
+        ``reduce(*reduce_args, *pieces_of_bucket_b)``, the pieces in the order of the items.
+    buckets : int
+    broadcast : dict, optional
+        Keyword arguments every task shares, sent to every worker once.
+
+    Returns
+    -------
+    results : list
+        Every item's result, groups in order.
+    reduced : list
+        One reduction per bucket.
+    """
+    broadcast = dict(broadcast or {})
+    if client is None:
+        outputs = [function(item, *args, **broadcast) for function, items, args in groups for item in items]
+        return [o[0] for o in outputs], [reduce(*reduce_args, *[o[1][b] for o in outputs]) for b in range(buckets)]
+    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
+    futures, footers = [], []
+    for function, items, args in groups:
+        mapped, shipped = map_partitions(client, function, items, *args, **shared)
+        futures += mapped
+        footers += shipped
+    results = [client.submit(_result, f, pure=False) for f in futures]
+    reduced = [
+        client.submit(reduce, *reduce_args, *[client.submit(_piece, f, b, pure=False) for f in futures], pure=False)
+        for b in range(buckets)
+    ]
+    try:
+        return client.gather(results), client.gather(reduced)
+    finally:
+        for future in [*futures, *results, *reduced, *footers, *shared.values()]:
+            future.release()
+
+
+def _result(output):
+    return output[0]
+
+
+def _piece(output, b: int):
+    return output[1][b]
+
+
+def map_partitions(client, function, items, *args, **kwargs):
+    """``client.map`` of ``function(item, *args, **kwargs)`` over ``items``, footers sent once.
+
+    A :class:`Partition` carries its file's footer (kilobytes; half a megabyte with row groups of
+    2**11 rows), and a task graph with one copy per task grew to tens of megabytes. So each
+    distinct footer is scattered to the cluster once, and every task gets its partition and the
+    footer's future apart. Also for items ``(payload, {path: Footer})``. Returns (futures, the
+    scattered footers' futures): release both when done.
+    """
+    footers: dict[int, Footer] = {}
+    for item in items:
+        for footer in _footers_in(item):
+            footers.setdefault(id(footer), footer)
+    shipped = dict(zip(footers, client.scatter(list(footers.values()), hash=False))) if footers else {}
+    bare = [_without_footers(item, shipped) for item in items]
+    # Tasks named after the function, not the wrapper: the dashboard and logs show the step.
+    futures = client.map(_call_with_footers, [function] * len(bare), [b for b, _ in bare], [f for _, f in bare],
+                         *[[a] * len(bare) for a in args], key=function.__name__.strip("_"), pure=False, **kwargs)
+    return futures, list(shipped.values())
+
+
+def _footers_in(item) -> list:
+    if isinstance(item, Partition):
+        return [] if item.footer is None else [item.footer]
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
+        return [f for f in item[1].values() if isinstance(f, Footer)]
+    return []
+
+
+def _without_footers(item, shipped: dict):
+    """(item with its footers taken out, what replaces them: a future, a dict of futures or None)."""
+    if isinstance(item, Partition) and item.footer is not None:
+        return dataclasses.replace(item, footer=None), shipped[id(item.footer)]
+    if _footers_in(item):
+        return (item[0], None), {path: shipped[id(f)] for path, f in item[1].items()}
+    return item, None
+
+
+def _call_with_footers(function, item, footers, *args, **kwargs):
+    if isinstance(item, Partition) and footers is not None:
+        item = dataclasses.replace(item, footer=footers)
+    elif isinstance(item, tuple) and footers is not None:
+        item = (item[0], footers)
+    return function(item, *args, **kwargs)

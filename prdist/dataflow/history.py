@@ -1,0 +1,186 @@
+"""The history of a series of releases, read from committed run directories.
+
+Reads only what is cheap on any store: every ``<runs>/<run_id>/manifest.json`` and, for the runs
+kept, their ``plan.parquet`` (the planned ranks and their labels, some thousands of rows). Each
+release's bounds are recomputed from those labels at the confidence its place in the series gets
+(:func:`prdist.history.release_confidence`), with the same :func:`~prdist.dataflow.evaluate.estimate`
+the run used, so a run's history row and its own bounds come from one function. Runs in this
+process; no cluster, no Prefect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import posixpath
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import DataError, InputError
+from ..history import certain_changes, default_ranks, release_confidence
+from ..report import render_history
+from . import evaluate as ev
+from .artifacts import MANIFEST
+from .storage import filesystem, join_url, publish, resolve, write_parquet
+
+__all__ = ["HISTORY_COLUMNS", "RunRecord", "history_table", "read_runs", "series_of", "write_history"]
+
+HISTORY_COLUMNS = ("series", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper", "change")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One committed evaluation run: where it is, what it evaluated, and when it was committed."""
+
+    url: str
+    manifest: dict
+    created: pd.Timestamp
+
+    @property
+    def series(self) -> str:
+        return series_of(self.manifest)
+
+    @property
+    def release(self) -> str:
+        return self.manifest["input"]["fingerprint"]
+
+
+def series_of(manifest: dict) -> str:
+    """The series a run belongs to: the one it was given, else its resource URL's parent."""
+    named = manifest.get("series")
+    if named:
+        return str(named)
+    return posixpath.dirname(str(manifest["input"]["url"]).rstrip("/")) or "."
+
+
+def _created(info: dict) -> pd.Timestamp:
+    """When the manifest was written (local mtime, S3 LastModified), in UTC."""
+    value = info.get("LastModified", info.get("mtime", info.get("created")))
+    if value is None:
+        raise DataError(f"The store gives no modification time for {info.get('name')}; history needs one to order runs.")
+    stamp = pd.Timestamp(value, unit="s") if isinstance(value, (int, float)) else pd.Timestamp(value)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return stamp.floor("ms")  # what history.parquet keeps
+
+
+def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]:
+    """Every committed PAULA evaluation under ``runs``, oldest first; and how many runs were passed over.
+
+    Comparisons and the sampling baselines have no bounds at every rank to follow, so they are
+    passed over (and counted).
+    """
+    fs, root = filesystem(runs, storage_options)
+    if not fs.isdir(root):
+        raise InputError(f"No run directory root at {runs}. Name the --out of your prdist run commands.")
+    records, skipped = [], 0
+    for path in sorted(fs.glob(posixpath.join(root, "*", MANIFEST))):
+        with fs.open(path, "rb") as fh:
+            manifest = json.load(fh)
+        if manifest.get("params", {}).get("method") != "paula" or "input" not in manifest:
+            skipped += 1
+            continue
+        run_url = join_url(runs, posixpath.basename(posixpath.dirname(path)))
+        records.append(RunRecord(run_url, manifest, _created(fs.info(path))))
+    records.sort(key=lambda r: (r.created, r.manifest["run_id"]))
+    return records, skipped
+
+
+def _latest_per_release(records: list[RunRecord]) -> list[RunRecord]:
+    """A release evaluated again (labels arrived) counts once, by its latest run, at its first place."""
+    latest = {}
+    for record in records:
+        latest[record.release] = record
+    seen, out = set(), []
+    for record in records:
+        if record.release not in seen:
+            seen.add(record.release)
+            out.append(latest[record.release])
+    return out
+
+
+def _params(manifest: dict) -> ev.EvaluationParams:
+    known = {f.name for f in dataclasses.fields(ev.EvaluationParams)}
+    given = {k: v for k, v in manifest["params"].items() if k in known}
+    if "targets" in given:
+        given["targets"] = tuple(given["targets"])
+    return ev.EvaluationParams(**given)
+
+
+def _bounds_at(record: RunRecord, place: int, ranks: np.ndarray, storage_options) -> tuple[np.ndarray, np.ndarray]:
+    """The run's precision bounds at ``ranks`` (NaN past its size), at its place's confidence."""
+    params = _params(record.manifest)
+    if params.confidence is not None:
+        params = dataclasses.replace(params, confidence=release_confidence(params.confidence, place))
+    n = int(record.manifest["n"])
+    planned = ev.make_plan(n, params)
+    fs, path = filesystem(join_url(record.url, "plan.parquet"), storage_options)
+    with fs.open(path, "rb") as fh:
+        plan = pd.read_parquet(fh, columns=["rank", "label"])
+    if not np.array_equal(plan["rank"].to_numpy(), planned.ranks):
+        raise DataError(f"{record.url}/plan.parquet does not hold the ranks its manifest's parameters plan; the run was altered.")
+    bounds = ev.estimate(planned, plan["label"].to_numpy(dtype=np.float64), params).paula
+    lower, upper = np.full(ranks.size, np.nan), np.full(ranks.size, np.nan)
+    inside = ranks <= n
+    lower[inside], upper[inside] = bounds.lower(ranks[inside]), bounds.upper(ranks[inside])
+    return lower, upper
+
+
+def history_table(records: list[RunRecord], *, ranks=None, storage_options=None) -> pd.DataFrame:
+    """One row per (run, rank) of one series, oldest run first, with the certain changes."""
+    records = _latest_per_release(records)
+    if ranks is None:
+        latest = records[-1].manifest
+        ranks = default_ranks([row["rank"] for row in latest.get("cutoffs", [])], int(latest["n"]))
+    ranks = np.asarray(ranks, dtype=np.int64)
+    frames, previous = [], None
+    for place, record in enumerate(records, start=1):
+        lower, upper = _bounds_at(record, place, ranks, storage_options)
+        change = np.full(ranks.size, "", dtype=object) if previous is None else certain_changes(*previous, lower, upper)
+        previous = (lower, upper)
+        frames.append(pd.DataFrame({
+            "series": record.series, "run_id": record.manifest["run_id"], "resource": record.manifest["input"]["url"],
+            "created": record.created, "n": int(record.manifest["n"]), "rank": ranks,
+            "precision_lower": lower, "precision_upper": upper, "change": change,
+        }))
+    return pd.concat(frames, ignore_index=True)[list(HISTORY_COLUMNS)]
+
+
+def _browser_url(url: str, storage_options) -> str:
+    """A local path as a ``file://`` URL a browser opens; other stores' URLs as they are."""
+    fs, path = filesystem(url, storage_options)
+    return fs.unstrip_protocol(path) if "file" in fs.protocol else url
+
+
+_SCHEMA = pa.schema([
+    ("series", pa.string()), ("run_id", pa.string()), ("resource", pa.string()),
+    ("created", pa.timestamp("ms", tz="UTC")), ("n", pa.int64()), ("rank", pa.int64()),
+    ("precision_lower", pa.float64()), ("precision_upper", pa.float64()), ("change", pa.string()),
+])
+
+
+def write_history(runs: str, *, out: str | None = None, series: str | None = None, ranks=None, storage_options=None) -> tuple[str, pd.DataFrame]:
+    """Write ``history.parquet`` and ``history.html`` for the series under ``runs``; return (out, table).
+
+    ``out`` defaults to ``<runs>/_history``. Every series found is written unless ``series`` names one.
+    """
+    records, _ = read_runs(runs, storage_options=storage_options)
+    by_series: dict[str, list[RunRecord]] = {}
+    for record in records:
+        by_series.setdefault(record.series, []).append(record)
+    if series is not None:
+        if series not in by_series:
+            raise InputError(f"No PAULA run under {runs} belongs to series {series!r}; series there: {sorted(by_series) or 'none'}.")
+        by_series = {series: by_series[series]}
+    if not by_series:
+        raise InputError(f"No committed PAULA run under {runs}. Run 'prdist run --out {runs}' first.")
+    table = pd.concat([history_table(rs, ranks=ranks, storage_options=storage_options) for rs in by_series.values()], ignore_index=True)
+    out = out or join_url(runs, "_history")
+    reports = {r.manifest["run_id"]: _browser_url(join_url(r.url, "report.html"), storage_options) for r in records}
+    write_parquet(pa.Table.from_pandas(table, schema=_SCHEMA, preserve_index=False), join_url(out, "history.parquet"),
+                  storage_options=storage_options, exclusive=False)
+    html = render_history(table, reports).encode("utf-8")
+    publish(resolve(join_url(out, "history.html"), storage_options=storage_options), lambda fh: fh.write(html), exclusive=False)
+    return out, table

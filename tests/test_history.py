@@ -1,0 +1,163 @@
+"""Releases over time: certain changes, the error budget split over releases, the history command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prdist import paula_bounds, plan_paula, population
+from prdist.cli import main
+from prdist.dataflow import evaluate as ev
+from prdist.dataflow.history import HISTORY_COLUMNS, write_history
+from prdist.dataflow.run import extract_items, open_for_run, read_items, write_run
+from prdist.dataflow.synth import write_synthetic
+from prdist.history import certain_changes, default_ranks, release_confidence
+
+STEADY = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
+WORSE = population.binormal(neg=(0.0, 1.0), pos=(0.5, 1.0), prevalence=0.15)
+
+
+def test_release_levels_spend_exactly_the_budget():
+    spent = [1 - release_confidence(0.9, k) for k in range(1, 200_001)]
+    assert sum(spent) == pytest.approx(0.1, rel=1e-4) and sum(spent) < 0.1
+    assert spent == sorted(spent, reverse=True)
+
+
+def test_a_change_is_certain_only_when_the_intervals_are_disjoint():
+    got = certain_changes([0.5] * 5, [0.6] * 5, [0.3, 0.4, 0.55, 0.6, 0.61], [0.45, 0.5, 0.58, 0.7, 0.7])
+    assert got.tolist() == ["down", "", "", "", "up"]  # touching intervals (0.5 vs 0.5) say nothing
+    assert certain_changes([np.nan], [np.nan], [0.1], [0.2]).tolist() == [""]
+
+
+def _release(model, n, seed, place, confidence, ranks):
+    """One release: its bounds at ``ranks`` at its place's level, and its true precision there."""
+    plan = plan_paula(n, eps=0.1, window=50)
+    scores, labels = model.sample(n, seed=seed)
+    in_rank_order = labels[np.argsort(-scores, kind="stable")].astype(float)
+    b = paula_bounds(plan, in_rank_order[plan.ranks - 1], confidence=release_confidence(confidence, place))
+    truth = np.cumsum(in_rank_order)[ranks - 1] / ranks
+    return b.lower(ranks), b.upper(ranks), truth
+
+
+def _series(models, n, seed, confidence):
+    """The flags of one series and, for each, whether the truth agrees (as flat arrays)."""
+    ranks = default_ranks([], n)
+    flags, right, previous = [], [], None
+    for place, model in enumerate(models, start=1):
+        lower, upper, truth = _release(model, n, [seed, place], place, confidence, ranks)
+        if previous is not None:
+            flag = certain_changes(previous[0], previous[1], lower, upper)
+            flags.append(flag)
+            right.append(np.where(flag == "down", truth < previous[2], np.where(flag == "up", truth > previous[2], True)))
+        previous = (lower, upper, truth)
+    return np.concatenate(flags), np.concatenate(right)
+
+
+def test_flags_of_a_series_are_all_right_at_once_at_the_stated_level():
+    """200 series of 5 releases (fresh labels each): a series with any wrong flag counts against.
+
+    Two releases of one population differ in their realised precision, so flags may appear (near
+    the top, where the plan labels every item, they are exact and right); a flag is wrong when the
+    truth moved the other way or not at all.
+    """
+    confidence, series = 0.9, 200
+    wrong = sum(not _series([STEADY] * 5, 20_000, s, confidence)[1].all() for s in range(series))
+    # Nominal 10 %; the binomial 99.9 % quantile of 200 draws at 0.1 is 34.
+    assert wrong <= 34, wrong
+
+
+def test_a_real_drop_is_flagged_down_and_never_up():
+    for s in range(10):
+        flags, right = _series([STEADY, STEADY, WORSE], 20_000, s, 0.9)
+        assert (flags[-4:] == "down").any() and right.all()
+
+
+def _evaluate(resource, out, params):
+    """One committed run through the evaluation steps, in this process."""
+    opened = open_for_run(resource, oracle_column="label")
+    planned = ev.make_plan(opened.n, params)
+    staged = extract_items(opened, planned.ranks, client=None, staging=f"{out}/_staging/{opened.fingerprint[:20]}.parquet")
+    items = read_items(staged, opened)
+    resolution = ev.resolve_labels(items, oracle_column="label")
+    estimate = ev.estimate(planned, resolution.labels, params)
+    return write_run(opened, planned, items, resolution, estimate, params, out=out, bands=None)
+
+
+@pytest.fixture(scope="module")
+def three_releases(tmp_path_factory):
+    """Release 2 holds release 1's items cut into other files (a new release, the same precision);
+    release 3 is markedly worse; one series."""
+    root = tmp_path_factory.mktemp("history")
+    params = ev.EvaluationParams(eps=0.1, window=50, confidence=0.95, oracle_column="label")
+    runs, releases = str(root / "runs"), root / "releases"
+    write_synthetic(STEADY, n=50_000, out=str(releases / "r1"), seed=1)
+    write_synthetic(STEADY, n=50_000, out=str(releases / "r2"), seed=1, partitions=3)
+    write_synthetic(WORSE, n=50_000, out=str(releases / "r3"), seed=3)
+    outcomes = [_evaluate(str(releases / f"r{k}"), runs, params) for k in (1, 2, 3)]
+    return runs, outcomes
+
+
+def test_history_flags_the_drop_and_only_the_drop(three_releases, tmp_path):
+    runs, outcomes = three_releases
+    out, table = write_history(runs, out=str(tmp_path / "h"))
+    assert tuple(table.columns) == HISTORY_COLUMNS
+    by_run = {run: frame for run, frame in table.groupby("run_id")}
+    ids = [o.manifest["run_id"] for o in outcomes]
+    assert list(dict.fromkeys(table["run_id"])) == ids  # oldest first
+    assert (by_run[ids[0]]["change"] == "").all() and (by_run[ids[1]]["change"] == "").all()
+    assert (by_run[ids[2]]["change"] == "down").any() and not (by_run[ids[2]]["change"] == "up").any()
+    # Release 1's bounds are at its place's level (wider than the run's own 0.95), never narrower.
+    own = pd.read_parquet(f"{outcomes[0].url}/bounds.parquet").set_index("rank")
+    first = by_run[ids[0]].set_index("rank")
+    shared = first.index.intersection(own.index)
+    assert len(shared) and (first.loc[shared, "precision_lower"] <= own.loc[shared, "precision_lower"] + 1e-12).all()
+    written = pd.read_parquet(f"{out}/history.parquet")
+    pd.testing.assert_frame_equal(written.drop(columns="created"), table.drop(columns="created"), check_dtype=False)
+    page = open(f"{out}/history.html", encoding="utf-8").read()
+    assert "certain drop" in page and page.count("<svg") >= 3 and ids[2] in page
+
+
+def test_history_command(three_releases, tmp_path, capsys):
+    runs, outcomes = three_releases
+    code = main(["history", "--runs", runs, "--ranks", "100,1000", "--out", str(tmp_path / "h")])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0 and out[-1] == str(tmp_path / "h")
+    table = pd.read_parquet(tmp_path / "h" / "history.parquet")
+    assert sorted(table["rank"].unique()) == [100, 1000] and table["run_id"].nunique() == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--ranks", "10,x"], "--ranks must be ranks"),
+        (["--ranks", "0"], "--ranks must be ranks"),
+        (["--series", "nope"], "belongs to series 'nope'"),
+    ],
+)
+def test_history_bad_input(three_releases, tmp_path, capsys, argv, message):
+    runs, _ = three_releases
+    assert main(["history", "--runs", runs, "--out", str(tmp_path / "h"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not (tmp_path / "h").exists()
+
+
+def test_history_of_a_missing_root(tmp_path, capsys):
+    assert main(["history", "--runs", str(tmp_path / "none")]) == 2
+    assert "No run directory root" in capsys.readouterr().err
+
+
+def test_a_release_evaluated_again_counts_once(three_releases, tmp_path):
+    """A rerun of release 2 with other parameters (labels arrived, a new run id) keeps its place."""
+    runs, outcomes = three_releases
+    resource = json.load(open(f"{outcomes[1].url}/manifest.json"))["input"]["url"]
+    again = _evaluate(resource, runs, ev.EvaluationParams(eps=0.1, window=50, confidence=0.95, oracle_column="label", seed=7))
+    try:
+        _, table = write_history(runs, out=str(tmp_path / "h"))
+        assert table["run_id"].nunique() == 3 and again.manifest["run_id"] in set(table["run_id"])
+    finally:
+        shutil.rmtree(again.url.removeprefix("file://"))
