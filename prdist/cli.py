@@ -329,6 +329,14 @@ def _cmd_synth(args) -> int:
     return EXIT_OK
 
 
+def _add_prefect_option(add) -> None:
+    add(
+        "--prefect", action="store_true",
+        help="run as a Prefect flow run even when no Prefect API is configured (Prefect then starts a "
+             "temporary server); with PREFECT_API_URL set (or a Prefect profile's), runs go there anyway",
+    )  # fmt: skip
+
+
 def _add_run(sub) -> None:
     parser = sub.add_parser(
         "run",
@@ -361,6 +369,7 @@ def _add_run(sub) -> None:
     add("--key", default="key", metavar="COL", help="key column (default key)")
     add("--score", default="score", metavar="COL", help="score column (default score)")
     add("--demo-n", dest="demo_n", type=int, default=2_000_000, metavar="N", help="items of the demo's synthetic resource (default 2,000,000)")
+    _add_prefect_option(add)
     parser.set_defaults(handler=_cmd_run)
 
 
@@ -389,36 +398,84 @@ def _cmd_run(args) -> int:
     check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
     confidence = _confidence_option(args.confidence)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
-    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
-    from flows.evaluate_release import evaluate_release
-
-    _quiet_prefect_console(args)
     resource, oracle = args.resource, args.oracle_column
     if resource is None:
         resource, oracle = _demo_resource(args, storage_options), oracle or "label"
-    state = evaluate_release(
+    parameters = dict(
         resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
-        r_tilde=args.r_tilde, confidence=confidence, labels=args.labels,
-        oracle_column=oracle, bands=args.bands, seed=args.seed, scheduler=args.scheduler,
-        storage_options=sealed(storage_options), key=args.key, score=args.score, aggregate=args.aggregate,
-        return_state=True,
+        r_tilde=args.r_tilde, confidence=confidence, labels=args.labels, oracle_column=oracle,
+        bands=args.bands, seed=args.seed, scheduler=args.scheduler, key=args.key, score=args.score,
+        aggregate=args.aggregate,
     )  # fmt: skip
-    url = state.result()  # re-raises the flow's error, typed
+    # A run that exists is found before any cluster or orchestrator starts: a no-op is instant.
+    outcome = _committed_run(parameters, storage_options)
+    if outcome is None:
+        from flows.evaluate_release import evaluate_release
+
+        outcome = _run_flow(evaluate_release, parameters, storage_options, args)
     from .dataflow.summary import run_summary
 
-    print(run_summary(url, storage_options=storage_options))
-    print(url)
-    if state.name == "AwaitingLabels":
-        print(f"prdist: {state.message}", file=sys.stderr)
+    print(run_summary(outcome.url, storage_options=storage_options))
+    print(outcome.url)
+    _say_where_it_ran(args)
+    if outcome.awaiting:
+        print(f"prdist: {outcome.awaiting}", file=sys.stderr)
         return EXIT_AWAITING_LABELS
     return EXIT_OK
 
 
+def _committed_run(parameters: dict, storage_options):
+    """The committed run that the evaluation ``parameters`` make, or None: read, never computed.
+
+    Imports neither Prefect nor Dask: the resource's footers give its fingerprint, the staged
+    extraction its planned keys, the label store their labels, and these the run id.
+    """
+    from flows._runner import FlowOutcome
+
+    from .dataflow.evaluate import EvaluationParams
+    from .dataflow.run import committed_run, open_for_run
+    from .dataflow.summary import awaiting_message
+
+    p = parameters
+    params = EvaluationParams(
+        method=p["method"], eps=p["eps"], window=p["window"], r_tilde=p["r_tilde"], confidence=p["confidence"],
+        seed=p["seed"], oracle_column=p["oracle_column"], bands=p["bands"], aggregate=p["aggregate"],
+    )  # fmt: skip, as the flow builds them
+    resource = open_for_run(p["resource"], storage_options=storage_options, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
+    found = committed_run(resource, params, out=p["out"], labels=p["labels"])
+    if found is None:
+        return None
+    return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)
+
+
+def _run_flow(flow, parameters: dict, storage_options, args):
+    """Run ``flow``: on the configured Prefect API (or with --prefect), else in-process."""
+    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
+    from flows._runner import run_flow
+
+    return run_flow(flow, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=_on_prefect(args))
+
+
+def _on_prefect(args) -> bool:
+    """Whether this command's flows run on Prefect: --prefect or a configured API (decided once)."""
+    if getattr(args, "on_prefect", None) is None:
+        from flows._runner import configured_api
+
+        args.on_prefect = bool(args.prefect or configured_api())
+        _quiet_prefect_console(args)  # Prefect, imported, logs to the console on either runner
+    return args.on_prefect
+
+
+def _say_where_it_ran(args) -> None:
+    """After a flow ran in-process, one stderr line says so (after: an error stays the only line)."""
+    if getattr(args, "on_prefect", None) is False:
+        from flows._runner import IN_PROCESS_NOTE
+
+        print(f"prdist: {IN_PROCESS_NOTE}", file=sys.stderr)
+
+
 def _demo_resource(args, storage_options) -> str:
     """The demo's synthetic resource: binormal scores, 30 % positives, sorted (reused if present)."""
-    from flows._policies import sealed
-    from flows.synth import synthesize_resource
-
     from . import population
     from .dataflow.storage import filesystem, join_url
     from .dataflow.synth import read_synth_metadata
@@ -428,8 +485,11 @@ def _demo_resource(args, storage_options) -> str:
     if fs.exists(path):
         read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
+    from flows.synth import synthesize_resource
+
     model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
-    return synthesize_resource(model, args.demo_n, url, order="sorted", seed=args.seed, storage_options=sealed(storage_options), scheduler=args.scheduler)
+    parameters = dict(model=model, n=args.demo_n, out=url, order="sorted", seed=args.seed, scheduler=args.scheduler)
+    return _run_flow(synthesize_resource, parameters, storage_options, args).url
 
 
 def _add_compare(sub) -> None:
@@ -482,6 +542,7 @@ def _add_compare(sub) -> None:
     add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for every URL, as a JSON object")
     add("--key", default="key", metavar="COL", help="key column of every system (default key)")
     add("--score", default="score", metavar="COL", help="score column of every system (default score)")
+    _add_prefect_option(add)
     parser.set_defaults(handler=_cmd_compare)
 
 
@@ -536,22 +597,20 @@ def _cmd_compare(args) -> int:
     if args.power is not None:
         check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
-    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
     from flows.compare_systems import compare_systems  # Prefect: imported only once the input is valid
 
-    _quiet_prefect_console(args)
-
-    state = compare_systems(
+    parameters = dict(
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
         distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
-        confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler,
-        storage_options=sealed(storage_options), key=args.key, score=args.score, aggregate=args.aggregate,
-        return_state=True,
+        confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler, key=args.key, score=args.score,
+        aggregate=args.aggregate,
     )  # fmt: skip
-    url = state.result()  # re-raises the flow's error, typed
-    if state.name == "AwaitingLabels":
+    outcome = _run_flow(compare_systems, parameters, storage_options, args)
+    _say_where_it_ran(args)
+    url = outcome.url
+    if outcome.awaiting:
         print(url)
-        print(f"prdist: {state.message}", file=sys.stderr)
+        print(f"prdist: {outcome.awaiting}", file=sys.stderr)
         return EXIT_AWAITING_LABELS
     fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
     with fs.open(path, "rb") as fh:
@@ -799,6 +858,9 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # The ephemeral Prefect server phones home unless told not to; clusters are often offline.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # With --prefect and no API, Prefect starts a temporary server; its 20 s default is not enough
+    # on a busy machine (8 commands at once on 2 cores). Read when Prefect is imported, so set now.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)

@@ -7,6 +7,7 @@ credentials required) is started by tests/seaweed.py, which the benchmarks share
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -209,6 +210,42 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{name}: {seconds:.2f}")
 
 
+@pytest.fixture(autouse=True)
+def _no_prefect_api_unless_asked(request):
+    """Commands and flows run in-process, as with nothing configured, unless the test asks for the
+    Prefect API (``prefect_harness``, a session fixture that stays configured once started)."""
+    if "prefect_harness" in request.fixturenames:
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        yield
+
+
+@pytest.fixture(params=["in-process", "prefect"])
+def runner(request):
+    """Each runner of a command: in-process (no Prefect API), and on the session's Prefect API."""
+    if request.param == "prefect":
+        request.getfixturevalue("prefect_harness")
+        with _prefect_api():
+            yield request.param
+    else:
+        yield request.param
+
+
+@contextlib.contextmanager
+def _prefect_api():
+    # The autouse fixture above cleared the API for this test; the harness's URL comes back.
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: _HARNESS_API[0]}):
+        yield
+
+
+_HARNESS_API: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
     """One ephemeral Prefect backend for the whole session (each start costs ~8-14 s here)."""
@@ -216,4 +253,7 @@ def prefect_harness():
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
+        from prefect.settings import PREFECT_API_URL
+
+        _HARNESS_API.append(PREFECT_API_URL.value())
         yield

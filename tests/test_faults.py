@@ -34,8 +34,6 @@ import conftest
 from prdist.cli import main
 from prdist.dataflow.labels import lookup_labels
 
-pytestmark = pytest.mark.usefixtures("prefect_harness")
-
 ARTIFACTS = ("plan.parquet", "bounds.parquet", "report.html")
 
 
@@ -149,9 +147,8 @@ def tcp_cluster():
 
 def _prdist_process(argv, *, env_extra=None, preamble=""):
     """Start ``prdist`` as a process of its own (its own session, so the test can end it whole)."""
-    from prefect.settings import PREFECT_API_URL
-
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # In-process, as with nothing configured (the runners are compared in tests/test_runners.py).
+    env = {**{k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            **(env_extra or {})}
     code = f"import sys\n{preamble}\nfrom prdist.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     return subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
