@@ -4,8 +4,10 @@ from . import population
 from .bootstrap import BootstrapReplicates, BootstrapWarning, bootstrap_bands, bootstrap_replicates
 from .bounds import PaulaBounds, paula_bounds, precision_function
 from .confidence import confidence_margins, monotone_rate_test
+from .evaluation import Evaluation, evaluate
 from .curves import EmpiricalPR, TiedScoresWarning, empirical_pr, exact_pr_points
 from .plan import PaulaPlan, plan_paula
+from .plotting import plot_bands, plot_bounds, plot_population
 from .sampling import (
     RandomEstimate,
     RandomPlan,
@@ -32,6 +34,11 @@ __all__ = [
     "confidence_margins",
     "monotone_rate_test",
     "EmpiricalPR",
+    "Evaluation",
+    "evaluate",
+    "plot_bands",
+    "plot_bounds",
+    "plot_population",
     "TiedScoresWarning",
     "empirical_pr",
     "exact_pr_points",

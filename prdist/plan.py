@@ -34,6 +34,12 @@ class PaulaPlan(GridParameters):
         """Number of distinct ranks to label."""
         return int(self.ranks.size)
 
+    def __repr__(self) -> str:
+        return (
+            f"PaulaPlan(n={self.n}, eps={self.eps:g}, window={self.window}, l={self.l}, L={self.L}, "
+            f"g_l={self.g_l}, size={self.size})"
+        )
+
     @property
     def prefix_end(self) -> int:
         """Last rank of the fully labeled prefix, min(g_l, n)."""
@@ -94,6 +100,8 @@ def plan_paula(n, *, eps=0.03, window=100, r_tilde=None) -> PaulaPlan:
     (17392, 3492, 276, 415)
     >>> plan_paula(35_615, eps=0.05).size
     7822
+    >>> plan
+    PaulaPlan(n=217077, eps=0.03, window=100, l=276, L=415, g_l=3492, size=17392)
     """
     owner = "plan_paula"
     n = check_int(n, name="n", owner=owner, low=1)
