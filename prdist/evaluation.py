@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from . import derived
-from ._validation import as_label_array, check_float
+from ._validation import as_label_array, check_float, check_int
 from .bounds import PaulaBounds, paula_bounds
-from .errors import DataError
+from .errors import DataError, ParameterError
 from .plan import PaulaPlan, plan_paula
 from .ranking import as_key_array, rank_order
 
@@ -251,7 +251,12 @@ def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window
     (0.5, 0.75)
     """
     if method != "paula":
-        raise DataError(f"The 'method' parameter of {_OWNER} must be 'paula'; got {method!r}. Use prdist run for the sampling baselines.")
+        raise ParameterError(
+            f"The 'method' parameter of {_OWNER} must be 'paula'. Got {method!r} instead; the sampling "
+            "baselines are prdist run --method random|stratified."
+        )
+    check_float(eps, name="eps", owner=_OWNER, low=0.0, high=1.0, low_open=True)
+    check_int(window, name="window", owner=_OWNER, low=1)
     if confidence is not None:
         confidence = check_float(confidence, name="confidence", owner=_OWNER, low=0.0, high=1.0, low_open=True, high_open=True)
     raw = np.asarray(scores.to_numpy() if isinstance(scores, pd.Series) else scores)

@@ -31,7 +31,7 @@ def _axes(ax):
     return ax
 
 
-def plot_bounds(bounds, *, ax=None, exact: pd.DataFrame | None = None):
+def plot_bounds(bounds, ax=None, *, exact: pd.DataFrame | None = None):
     """Draw PAULA bounds on the precision function p(r), rank on a log axis.
 
     Draws the band between the lower and upper bound, both bounds as lines, the exactly labeled
@@ -74,7 +74,7 @@ def plot_bounds(bounds, *, ax=None, exact: pd.DataFrame | None = None):
     return ax
 
 
-def plot_bands(bands: pd.DataFrame, *, ax=None):
+def plot_bands(bands: pd.DataFrame, ax=None):
     """Draw bootstrap bands of the PR curve: the result of :func:`prdist.bootstrap_bands`.
 
     ``bootstrap_bands`` returns a DataFrame (the columns of ``bands.parquet``), so this is a
@@ -108,7 +108,7 @@ def plot_bands(bands: pd.DataFrame, *, ax=None):
     return ax
 
 
-def plot_population(model, *, ax=None, kind: str = "pr", points: int = 201):
+def plot_population(model, ax=None, *, kind: str = "pr", points: int = 201):
     """Draw the exact PR (``kind="pr"``) or ROC (``kind="roc"``) curve of a population model.
 
     Parameters

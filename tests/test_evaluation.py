@@ -112,7 +112,6 @@ def test_html_view_holds_the_summary_cards_and_the_bounds_plot():
         (lambda: prdist.evaluate([0.1, 0.2], [1, 2]), "only 0, 1"),
         (lambda: prdist.evaluate([0.1, 0.2]).with_labels({0: "maybe"}), "'skip'"),
         (lambda: prdist.evaluate([0.1, 0.2]).with_labels([1, 0]), "dict or a pandas Series"),
-        (lambda: prdist.evaluate([0.1, 0.2], method="random"), "'method'"),
         (lambda: prdist.evaluate(["x", "y"]), "must be numbers"),
     ],
 )
@@ -125,5 +124,9 @@ def test_bad_input_is_refused_with_one_line(call, message):
 def test_bad_parameters_name_the_parameter():
     with pytest.raises(ParameterError, match="'confidence' parameter of evaluate"):
         prdist.evaluate([0.1, 0.2], confidence=1.5)
-    with pytest.raises(ParameterError, match="'eps'"):
+    with pytest.raises(ParameterError, match="'eps' parameter of evaluate"):
         prdist.evaluate([0.1, 0.2], eps=2)
+    with pytest.raises(ParameterError, match="'window' parameter of evaluate"):
+        prdist.evaluate([0.1, 0.2], window=0)
+    with pytest.raises(ParameterError, match="'method' parameter of evaluate must be 'paula'"):
+        prdist.evaluate([0.1, 0.2], method="random")
