@@ -22,7 +22,9 @@ from ._validation import as_label_array, check_float, check_int
 from .bounds import PaulaBounds, paula_bounds
 from .errors import DataError, ParameterError
 from .plan import PaulaPlan, plan_paula
+from .plotting import plot_bounds
 from .ranking import as_key_array, rank_order
+from .report import render_summary
 
 __all__ = ["Evaluation", "evaluate", "parse_verdicts"]
 
@@ -98,6 +100,8 @@ class Evaluation:
     truth : ndarray or None
         Labels of every item in rank order, when ``evaluate`` was given a complete label array
         (simulations); drawn as the exact precision function.
+    unmatched : int
+        Verdicts given for keys that are not items of the resource (ignored).
     """
 
     scores: np.ndarray
@@ -186,13 +190,9 @@ class Evaluation:
 
         Returns the matplotlib Axes. Needs matplotlib (``pip install 'prdist[plot]'``).
         """
-        from .plotting import plot_bounds
-
         return plot_bounds(self.bounds, ax=ax, exact=self.exact())
 
     def _repr_html_(self) -> str:
-        from .report import render_summary
-
         return render_summary(self._manifest(), self.bounds.table(), exact=self.exact())
 
     def _manifest(self) -> dict:
