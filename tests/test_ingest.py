@@ -146,3 +146,29 @@ def test_cli_refuses_bad_rows_with_exit_2_and_one_line(tmp_path):
     code, out, err = cli("ingest", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "out"), "--score", "score", "--key", "a")
     assert code == 2 and out == ""
     assert err.splitlines() == [f"prdist: error: {tmp_path / 'bad.csv'}: 1 bad row(s) (a missing key or a score that is not a finite number) at line(s) 3; fix or drop them and ingest again."]
+
+
+def test_inputs_and_output_on_s3_in_memory_and_on_a_cluster(tmp_path, s3_server, s3_url, dask_client):
+    import s3fs
+
+    frame = _kb(2500, seed=2)
+    fs = s3fs.S3FileSystem(**s3_server.storage_options)
+    sources = []
+    for i, part in enumerate((frame.iloc[:1200], frame.iloc[1200:])):
+        url = f"{s3_url}/in/kb-{i}.csv.gz"
+        with fs.open(url, "wb") as fh:
+            fh.write(gzip.compress(part.to_csv(index=False).encode()))
+        sources.append(url)
+    spec = IngestSpec(score="conf", keys=("subject", "object"))
+    options = s3_server.storage_options
+    memory = ingest(sources, f"{s3_url}/memory", spec, storage_options=options)
+    cluster = ingest(sources, f"{s3_url}/cluster", spec, storage_options=options, client=dask_client, memory_limit=0)
+    assert (memory.rows, memory.duplicates) == (cluster.rows, cluster.duplicates) == (2500, 20)
+    expected = _expected(frame)["key"].tolist()
+    for name in ("memory", "cluster"):
+        resource = open_resource(f"{s3_url}/{name}", storage_options=options)
+        assert resource.n == 2500 and resource.is_sorted_claim()
+        table = pq.read_table(f"{s3_url[len('s3://'):]}/{name}", filesystem=fs)
+        assert table["key"].to_pylist() == expected
+    left = [p for p in fs.ls(s3_url[len("s3://"):], refresh=True) if "prdist-ingest" in p]
+    assert [fs.find(p) for p in left] == []  # staging removed

@@ -23,6 +23,7 @@ large dumps into several files.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -361,6 +362,9 @@ def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResu
         copy = write_ranked_copy(staged, out, client=client, storage_options=storage_options, row_group_size=ROW_GROUP_ROWS)
     finally:
         fs, path = filesystem(staging, storage_options)
-        if fs.exists(path):
+        fs.invalidate_cache(path)  # the listing cached before the parts were written says "absent"
+        with contextlib.suppress(FileNotFoundError):
             fs.rm(path, recursive=True)
+        with contextlib.suppress(FileNotFoundError, OSError):
+            fs.rm_file(path.rstrip("/") + "/")  # the empty "directory" object some stores keep
     return IngestResult(url=out, rows=copy.n, duplicates=read - copy.n, sources=len(sources))
