@@ -14,12 +14,12 @@ import pandas as pd
 
 from .. import derived
 from .._validation import check_choice, check_float, check_int
-from ..bootstrap import bootstrap_bands
 from ..bounds import paula_bounds
 from ..errors import DataError, ParameterError
 from ..plan import plan_paula
 from ..sampling import estimate_random, estimate_stratified, plan_random, plan_stratified
 from .artifacts import run_id
+from .bands import bootstrap_bands
 from .labels import LabelLookup, lookup_labels, normalise_keys
 from .storage import join_url
 
