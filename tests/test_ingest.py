@@ -119,6 +119,8 @@ def test_inputs_gzip_and_format_errors(tmp_path):
     (tmp_path / "dump.txt").write_text("a\t0.5\n")
     with pytest.raises(InputError, match="give --format"):
         ingest([tmp_path / "dump.txt"], str(tmp_path / "out2"), IngestSpec(score="score", keys=("k",)))
+    with pytest.raises(InputError, match="is parquet, which names its own. Drop --columns"):
+        ingest([tmp_path / "out" / "part-00000.parquet"], str(tmp_path / "out3"), IngestSpec(score="score", keys=("k",), columns=("k", "score")))
     with pytest.raises(InputError, match="exists already"):
         ingest([tmp_path / "in.tsv.gz"], str(tmp_path / "out"), IngestSpec(score="score", keys=("k",)))
 

@@ -85,8 +85,6 @@ class IngestSpec:
         if self.format is not None:
             check_choice(self.format, name="format", owner=owner, choices=FORMATS)
         if self.columns is not None:
-            if self.format in ("jsonl", "parquet"):
-                raise ParameterError(f"--columns names the columns of header-less CSV/TSV files; {self.format} files name their own.")
             if len(set(self.columns)) != len(self.columns) or not all(self.columns):
                 raise ParameterError(f"--columns must name every column once; got {','.join(self.columns)!r}.")
         if self.score in self.keys:
@@ -108,14 +106,16 @@ class IngestResult:
 # --------------------------------------------------------------------------------------------
 def file_format(url: str, spec: IngestSpec) -> str:
     """The format of ``url``: the spec's, or its extension's (refused when neither says)."""
-    if spec.format is not None:
-        return spec.format
-    name = url.lower()
-    for suffix in _COMPRESSION:
-        name = name.removesuffix(suffix)
-    fmt = _EXTENSIONS.get(posixpath.splitext(name)[1])
+    fmt = spec.format
+    if fmt is None:
+        name = url.lower()
+        for suffix in _COMPRESSION:
+            name = name.removesuffix(suffix)
+        fmt = _EXTENSIONS.get(posixpath.splitext(name)[1])
     if fmt is None:
         raise InputError(f"Cannot tell the format of {display_url(url)} from its name; give --format csv, tsv, jsonl or parquet.")
+    if spec.columns is not None and fmt not in ("csv", "tsv"):
+        raise ParameterError(f"--columns names the columns of header-less CSV/TSV files; {display_url(url)} is {fmt}, which names its own. Drop --columns.")
     return fmt
 
 
