@@ -24,7 +24,7 @@ from .errors import DataError, ParameterError
 from .plan import PaulaPlan, plan_paula
 from .plotting import plot_bounds
 from .ranking import as_key_array, rank_order
-from .report import render_summary
+from .report import render_report, render_summary
 
 __all__ = ["Evaluation", "evaluate", "parse_verdicts"]
 
@@ -156,11 +156,14 @@ class Evaluation:
 
     @cached_property
     def counts(self) -> dict:
-        """Planned labels: annotations, labeled, cannot_judge, awaiting."""
+        """Planned labels, in the run manifest's terms: annotations, labeled, unknown (awaiting or
+        cannot judge), cannot_judge, awaiting (no verdict yet)."""
         label = self.planned["label"].to_numpy(dtype=np.float64)
         awaiting = len(self.to_label)
         labeled = int(np.isfinite(label).sum())
-        return {"annotations": self.plan.size, "labeled": labeled, "cannot_judge": self.plan.size - labeled - awaiting, "awaiting": awaiting}
+        unknown = self.plan.size - labeled
+        return {"annotations": self.plan.size, "labeled": labeled, "unknown": unknown,
+                "cannot_judge": unknown - awaiting, "awaiting": awaiting}
 
     def with_labels(self, mapping) -> Evaluation:
         """A new Evaluation with these verdicts added (a key's newest verdict wins).
@@ -191,6 +194,19 @@ class Evaluation:
         Returns the matplotlib Axes. Needs matplotlib (``pip install 'prdist[plot]'``).
         """
         return plot_bounds(self.bounds, ax=ax, exact=self.exact())
+
+    def report(self, title: str | None = None) -> str:
+        """The full HTML report (as ``prdist run`` writes it): summary, precision and PR plots,
+        cut-offs, labels and diagnostics, as one self-contained document to save or mail.
+
+        >>> page = evaluate([0.9, 0.5, 0.1], [1, 1, 0]).report()
+        >>> page.startswith("<!DOCTYPE html>"), page.count("<svg")
+        (True, 2)
+        """
+        role, _ = self.plan.roles()
+        plan = self.planned.assign(role=role)
+        return render_report(manifest=self._manifest(), bounds=self.bounds.table(), plan=plan,
+                             cutoffs=self.cutoffs, exact=self.exact(), title=title)
 
     def _repr_html_(self) -> str:
         return render_summary(self._manifest(), self.bounds.table(), exact=self.exact())
@@ -246,7 +262,7 @@ def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window
     ['a', 'b', 'c', 'd']
     >>> ev = ev.with_labels({"a": 1, "b": 1, "c": "skip", "d": 0})
     >>> ev.counts
-    {'annotations': 4, 'labeled': 3, 'cannot_judge': 1, 'awaiting': 0}
+    {'annotations': 4, 'labeled': 3, 'unknown': 1, 'cannot_judge': 1, 'awaiting': 0}
     >>> ev.bounds.lower(4).item(), ev.bounds.upper(4).item()
     (0.5, 0.75)
     """

@@ -66,7 +66,7 @@ def test_with_labels_returns_a_new_evaluation_and_the_newest_verdict_wins():
     assert first.to_label["key"].tolist() == ["c", "d"]
     assert second.to_label["key"].tolist() == ["d"]  # "skip" is never requested again
     assert second.labels.tolist()[:2] == [1.0, 1.0] and np.isnan(second.labels[2])
-    assert second.counts == {"annotations": 4, "labeled": 2, "cannot_judge": 1, "awaiting": 1}
+    assert second.counts == {"annotations": 4, "labeled": 2, "unknown": 2, "cannot_judge": 1, "awaiting": 1}
     assert second.unmatched == 1
 
 
@@ -130,3 +130,15 @@ def test_bad_parameters_name_the_parameter():
         prdist.evaluate([0.1, 0.2], window=0)
     with pytest.raises(ParameterError, match="'method' parameter of evaluate must be 'paula'"):
         prdist.evaluate([0.1, 0.2], method="random")
+
+
+def test_the_full_report_shows_the_plan_cutoffs_and_awaiting_items():
+    scores, truth = _simulation(6000, seed=2)
+    ev = prdist.evaluate(scores, window=20)
+    ev = ev.with_labels({key: truth[key] for key in ev.to_label["key"][:-5]})
+    page = ev.report(title="my resource")
+    assert page.startswith("<!DOCTYPE html>") and "<title>my resource</title>" in page
+    assert 'id="cutoffs"' in page and 'id="diagnostics"' in page
+    assert f"{ev.counts['labeled']:,} / {ev.counts['annotations']:,}" in page
+    assert "5 planned labels are still unknown" in page
+    assert "Items awaiting labels (first 5 of 5 by rank)" in page
