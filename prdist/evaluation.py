@@ -240,7 +240,9 @@ def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window
         Finite confidence scores; higher ranks first.
     labels : array-like of shape (n,) or dict or pandas Series, optional
         Either labels aligned with ``scores`` (1, 0, NaN = unknown; a simulation or a validation
-        set) or a mapping key -> verdict as :meth:`Evaluation.with_labels` takes.
+        set) or a mapping key -> verdict as :meth:`Evaluation.with_labels` takes. A dict or a
+        pandas Series is read as a mapping by key; pass ``series.to_numpy()`` for labels aligned
+        by position.
     keys : array-like of int or str, shape (n,), optional
         Unique item keys; default the positions 0..n-1 (the index is ignored).
     method : {"paula"}
