@@ -49,7 +49,9 @@ FORMATS = ("csv", "tsv", "jsonl", "parquet")
 INGEST_MARKER = "_prdist_ingest.json"
 ROW_GROUP_ROWS = 1 << 14
 KEY_SEPARATOR = "|"
-MEMORY_LIMIT = 1 << 30  # input bytes sorted in memory; beyond, a Dask sort
+# Input bytes sorted in memory; beyond, a Dask sort. Text keys cost far more in memory than on
+# disk: a 29 MB CSV of 10^6 rows with a two-column key peaked at 650 MB (measured, load 5).
+MEMORY_LIMIT = 128 << 20
 _SHOWN_LINES = 5
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
                ".parquet": "parquet", ".pq": "parquet"}
