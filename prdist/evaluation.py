@@ -173,11 +173,18 @@ class Evaluation:
         mapping : dict or pandas.Series
             Item key -> 1 (correct), 0 (incorrect), True/False, or "skip" (cannot judge). None
             and NaN are ignored. Keys that are not items of the resource are counted in
-            ``unmatched`` and otherwise ignored (a label file often covers other systems too).
+            ``unmatched`` and otherwise ignored (a label file often covers other systems too);
+            a mapping none of whose keys is an item is refused (DataError).
         """
         new = parse_verdicts(mapping)
-        known = pd.Index(self.keys)
-        matched = new.index.isin(known)
+        matched = new.index.isin(pd.Index(self.keys))
+        if new.size and not matched.any():
+            # Not one key in common: the keys are spelled otherwise (text against integers, another
+            # separator), which silently ignoring them would hide.
+            raise DataError(
+                f"None of the {new.size} labeled keys is an item of this evaluation (labels use keys like "
+                f"{new.index[0]!r}, items like {self.keys[0]!r}); build the label keys as the items' keys."
+            )
         verdicts = pd.concat([self.verdicts[~self.verdicts.index.isin(new.index)], new[matched]])
         return replace(self, verdicts=verdicts, unmatched=self.unmatched + int((~matched).sum()))
 

@@ -112,6 +112,7 @@ def test_html_view_holds_the_summary_cards_and_the_bounds_plot():
         (lambda: prdist.evaluate([0.1, 0.2], [1, 2]), "only 0, 1"),
         (lambda: prdist.evaluate([0.1, 0.2]).with_labels({0: "maybe"}), "'skip'"),
         (lambda: prdist.evaluate([0.1, 0.2]).with_labels([1, 0]), "dict or a pandas Series"),
+        (lambda: prdist.evaluate([0.1, 0.2]).with_labels({"0": 1, "1": 0}), "None of the 2 labeled keys is an item"),
         (lambda: prdist.evaluate(["x", "y"]), "must be numbers"),
     ],
 )
