@@ -18,6 +18,8 @@ _LAZY = {
     **dict.fromkeys(("confidence_margins", "monotone_rate_test"), "confidence"),
     **dict.fromkeys(("EmpiricalPR", "TiedScoresWarning", "empirical_pr", "exact_pr_points"), "curves"),
     **dict.fromkeys(("PaulaPlan", "plan_paula"), "plan"),
+    **dict.fromkeys(("Evaluation", "evaluate"), "evaluation"),
+    **dict.fromkeys(("plot_bands", "plot_bounds", "plot_population"), "plotting"),
     **dict.fromkeys(
         (
             "RandomEstimate", "RandomPlan", "StratifiedBudget", "StratifiedEstimate", "StratifiedPlan",
