@@ -5,6 +5,7 @@ line's ``prdist --help``, does not pay for SciPy, pandas or Dask.
 """
 
 import importlib
+import importlib.util
 
 __version__ = "0.1.0"
 
@@ -36,7 +37,10 @@ __all__ = sorted(_LAZY)
 
 def __getattr__(name: str):
     if name not in _LAZY:
-        raise AttributeError(f"module 'prdist' has no attribute {name!r}")
+        # prdist.plan, prdist.report, ...: a submodule, imported on first use like the names.
+        if importlib.util.find_spec(f"{__name__}.{name}") is None:
+            raise AttributeError(f"module 'prdist' has no attribute {name!r}")
+        return importlib.import_module(f".{name}", __name__)
     module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
     value = module if _LAZY[name] is None else getattr(module, name)
     globals()[name] = value  # looked up once

