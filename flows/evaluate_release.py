@@ -74,8 +74,8 @@ def exact_task(resource, bounds_ranks: np.ndarray):
 
 
 @step(**IO_RETRIES)
-def write_task(resource, planned, items, resolution, estimate, params, out: str, bands, exact) -> RunOutcome:
-    return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands, exact=exact)
+def write_task(resource, planned, items, resolution, estimate, params, out: str, bands, exact, series: str | None) -> RunOutcome:
+    return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands, exact=exact, series=series)
 
 
 @flow(name="evaluate-release", log_prints=True)
@@ -96,12 +96,14 @@ def evaluate_release(
     key: str = "key",
     score: str = "score",
     aggregate: str = "majority",
+    series: str | None = None,
 ) -> str:
     """Evaluate the resource at ``resource`` and write one run directory under ``out``.
 
     Returns the run directory's URL. When planned labels are missing the flow still writes a
     complete run with conservative bounds plus ``annotation_task.csv``/``.jsonl``, and ends in
-    the state named "AwaitingLabels".
+    the state named "AwaitingLabels". ``series`` names the line of releases the run belongs to
+    (``prdist history``); default: the resource URL's parent.
     """
     params = ev.EvaluationParams(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
@@ -116,5 +118,5 @@ def evaluate_release(
         pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
         # In simulation the truth is known: record the exact precision beside the bounds.
         exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
-        outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact)
+        outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
     return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")

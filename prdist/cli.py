@@ -360,6 +360,8 @@ def _add_run(sub) -> None:
     add("--r-tilde", dest="r_tilde", type=int, default=None, metavar="R", help="fully labeled prefix target (default ceil((D+2)/E))")
     add("--confidence", default="0.95", metavar="C|none", help="bounds that hold at every rank with probability C when labels are noisy draws from a non-increasing rate (default 0.95); 'none' for the paper's deterministic bounds")
     add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
+    add("--series", default=None, metavar="NAME",
+        help="the line of releases this run belongs to, for 'prdist history' (default: the resource URL's parent)")
     _add_aggregate(add)
     add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
     add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
@@ -397,6 +399,8 @@ def _cmd_run(args) -> int:
     check_int(args.seed, name="--seed", owner=owner, low=0)
     check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
     confidence = _confidence_option(args.confidence)
+    if args.series is not None and (not args.series.strip() or args.series != args.series.strip()):
+        raise InputError(f"--series must be a name without surrounding blanks, e.g. '--series kb-releases'. Got {args.series!r}.")
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
     resource, oracle = args.resource, args.oracle_column
     if resource is None:
@@ -405,7 +409,7 @@ def _cmd_run(args) -> int:
         resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
         r_tilde=args.r_tilde, confidence=confidence, labels=args.labels, oracle_column=oracle,
         bands=args.bands, seed=args.seed, scheduler=args.scheduler, key=args.key, score=args.score,
-        aggregate=args.aggregate,
+        aggregate=args.aggregate, series=args.series,
     )  # fmt: skip
     # A run that exists is found before any cluster or orchestrator starts: a no-op is instant.
     outcome = _committed_run(parameters, storage_options)
@@ -443,7 +447,7 @@ def _committed_run(parameters: dict, storage_options):
         seed=p["seed"], oracle_column=p["oracle_column"], bands=p["bands"], aggregate=p["aggregate"],
     )  # fmt: skip, as the flow builds them
     resource = open_for_run(p["resource"], storage_options=storage_options, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
-    found = committed_run(resource, params, out=p["out"], labels=p["labels"])
+    found = committed_run(resource, params, out=p["out"], labels=p["labels"], series=p["series"])
     if found is None:
         return None
     return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)

@@ -76,7 +76,7 @@ def test_a_real_drop_is_flagged_down_and_never_up():
         assert (flags[-4:] == "down").any() and right.all()
 
 
-def _evaluate(resource, out, params):
+def _evaluate(resource, out, params, series=None):
     """One committed run through the evaluation steps, in this process."""
     opened = open_for_run(resource, oracle_column="label")
     planned = ev.make_plan(opened.n, params)
@@ -84,7 +84,7 @@ def _evaluate(resource, out, params):
     items = read_items(staged, opened)
     resolution = ev.resolve_labels(items, oracle_column="label")
     estimate = ev.estimate(planned, resolution.labels, params)
-    return write_run(opened, planned, items, resolution, estimate, params, out=out, bands=None)
+    return write_run(opened, planned, items, resolution, estimate, params, out=out, bands=None, series=series)
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +161,47 @@ def test_a_release_evaluated_again_counts_once(three_releases, tmp_path):
         assert table["run_id"].nunique() == 3 and again.manifest["run_id"] in set(table["run_id"])
     finally:
         shutil.rmtree(again.url.removeprefix("file://"))
+
+
+def test_runs_group_by_the_series_they_were_given(three_releases, tmp_path):
+    """Two series under one runs root: the releases given --series nightly-kb form their own line."""
+    runs, outcomes = three_releases
+    releases = [json.load(open(f"{o.url}/manifest.json"))["input"]["url"] for o in outcomes]
+    default = outcomes[0].manifest["series"]
+    assert default == releases[0].rsplit("/", 1)[0] and {o.manifest["series"] for o in outcomes} == {default}
+    params = ev.EvaluationParams(eps=0.1, window=50, confidence=0.95, oracle_column="label")
+    named = [_evaluate(url, runs, params, series="nightly-kb") for url in (releases[2], releases[0])]
+    try:
+        assert named[0].manifest["series"] == "nightly-kb"
+        # Another series, another run: the same release and labels do not reuse the default series' run.
+        assert named[0].manifest["run_id"] != outcomes[2].manifest["run_id"]
+        # Naming the default series is not naming another one: the run (and its id) is the same.
+        assert _evaluate(releases[0], runs, params, series=default).manifest["run_id"] == outcomes[0].manifest["run_id"]
+        _, table = write_history(runs, out=str(tmp_path / "all"))
+        assert set(table["series"]) == {default, "nightly-kb"}
+        _, table = write_history(runs, out=str(tmp_path / "h"), series="nightly-kb")
+        ids = [o.manifest["run_id"] for o in named]
+        assert list(dict.fromkeys(table["run_id"])) == ids and set(table["series"]) == {"nightly-kb"}
+        # In this series the worse release came first: going back to the steady one is a certain rise.
+        later = table[table["run_id"] == ids[1]]["change"]
+        assert (later == "up").any() and not (later == "down").any()
+    finally:
+        for outcome in named:
+            shutil.rmtree(outcome.url.removeprefix("file://"))
+
+
+def test_the_run_command_records_its_series(tmp_path):
+    from prdist.dataflow.run import committed_run
+
+    resource = str(tmp_path / "releases" / "r1")
+    write_synthetic(STEADY, n=5_000, out=resource, seed=4)
+    argv = ["run", "--resource", resource, "--oracle-column", "label", "--eps", "0.2", "--window", "10", "--out", str(tmp_path / "runs")]
+    assert main([*argv, "--series", "kb"]) == 0
+    (manifest,) = [json.load(open(p)) for p in (tmp_path / "runs").glob("*/manifest.json")]
+    assert manifest["series"] == "kb"
+    # The command's early check computes the flow's run id: the run is found again without running.
+    params = ev.EvaluationParams(eps=0.2, window=10, confidence=0.95, oracle_column="label")
+    opened = open_for_run(resource, oracle_column="label")
+    assert committed_run(opened, params, out=str(tmp_path / "runs"), labels=None, series="kb").manifest["run_id"] == manifest["run_id"]
+    assert committed_run(opened, params, out=str(tmp_path / "runs"), labels=None) is None
+    assert main([*argv, "--series", " "]) == 2

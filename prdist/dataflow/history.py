@@ -26,7 +26,7 @@ from . import evaluate as ev
 from .artifacts import MANIFEST
 from .storage import filesystem, join_url, publish, resolve, write_parquet
 
-__all__ = ["HISTORY_COLUMNS", "RunRecord", "history_table", "read_runs", "series_of", "write_history"]
+__all__ = ["HISTORY_COLUMNS", "RunRecord", "default_series", "history_table", "read_runs", "series_of", "write_history"]
 
 HISTORY_COLUMNS = ("series", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper", "change")
 
@@ -48,12 +48,23 @@ class RunRecord:
         return self.manifest["input"]["fingerprint"]
 
 
+def default_series(resource_url: str) -> str:
+    """The series of a run not given one: its resource URL's parent (releases side by side).
+
+    Examples
+    --------
+    >>> default_series("s3://kb/releases/2026-08/")
+    's3://kb/releases'
+    """
+    return posixpath.dirname(str(resource_url).rstrip("/")) or "."
+
+
 def series_of(manifest: dict) -> str:
-    """The series a run belongs to: the one it was given, else its resource URL's parent."""
+    """The series a run belongs to: the one its manifest records, else its resource URL's parent."""
     named = manifest.get("series")
     if named:
         return str(named)
-    return posixpath.dirname(str(manifest["input"]["url"]).rstrip("/")) or "."
+    return default_series(manifest["input"]["url"])
 
 
 def _created(info: dict) -> pd.Timestamp:

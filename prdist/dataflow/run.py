@@ -19,11 +19,12 @@ from . import evaluate as ev
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .labels import export_annotation_task
 from .extract import extract_ranks
+from .history import default_series
 from .parquet import Resource, open_resource
 from .select import select_ranks
 from .storage import filesystem, write_parquet
 
-__all__ = ["committed_run", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "strict_json", "summary_markdown", "write_run"]
+__all__ = ["committed_run", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
 
 
 def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
@@ -102,13 +103,27 @@ def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | Non
     return pd.DataFrame({"rank": ranks, "precision": y[ranks - 1] / ranks})
 
 
-def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: str) -> RunDirectory:
-    """The directory of the run of ``resource`` under ``params`` with these labels: its id hashes all three."""
-    labels_fp = labels_fingerprint(resolution.labels, resolution.kinds)
-    return RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
+def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: str,
+                  series: str | None = None) -> RunDirectory:
+    """The directory of the run of ``resource`` under ``params`` with these labels in ``series``.
+
+    Its id hashes the resource's fingerprint, the parameters, the labels and the series. The
+    series joins the hash only when it is not the default (:func:`series_of_run`), so a run given
+    its default series, or none, keeps the id it had before series could be named.
+    """
+    parts = [resource.fingerprint, params.to_dict(), labels_fingerprint(resolution.labels, resolution.kinds)]
+    if series_of_run(resource, series) != default_series(resource.url):
+        parts.append({"series": series})
+    return RunDirectory(out, run_id(*parts), resource.storage_options)
 
 
-def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, labels: str | None) -> RunOutcome | None:
+def series_of_run(resource: Resource, series: str | None) -> str:
+    """The series a run of ``resource`` belongs to: ``series`` when given, else the URL's parent."""
+    return default_series(resource.url) if series is None else series
+
+
+def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, labels: str | None,
+                  series: str | None = None) -> RunOutcome | None:
     """The committed run these inputs make, found without a cluster or an orchestrator; None if there is none.
 
     The extraction is staged keyed by the input fingerprint and the parameters: its items give the
@@ -121,13 +136,14 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, 
     items = read_items(staging, resource)
     resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels, storage_options=resource.storage_options,
                                    rule=params.aggregate)
-    run = run_directory(resource, params, resolution, out=out)
+    run = run_directory(resource, params, resolution, out=out, series=series)
     return committed_outcome(run)
 
 
-def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None) -> RunOutcome:
-    """Write plan, bounds, (bands, exact), report and, last, the manifest of one run."""
-    run = run_directory(resource, params, resolution, out=out)
+def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None,
+              series: str | None = None) -> RunOutcome:
+    """Write plan, bounds, (bands, exact), report and, last, the manifest of one run of ``series``."""
+    run = run_directory(resource, params, resolution, out=out, series=series)
     if (reused := committed_outcome(run)) is not None:
         return reused
 
@@ -149,6 +165,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "status": "complete",
         "awaiting_labels": bool(missing),
         "run_id": run.run_id,
+        "series": series_of_run(resource, series),
         "params": params.to_dict(),
         "n": resource.n,
         "counts": resolution.to_dict(),
