@@ -17,6 +17,7 @@ from prefect import flow
 from pydantic import SecretStr
 
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
+from flows.events import announce_evaluation
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client, one_cluster
 from prdist.dataflow.artifacts import RunOutcome
@@ -119,4 +120,6 @@ def evaluate_release(
         # In simulation the truth is known: record the exact precision beside the bounds.
         exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
         outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
+    # Events for automations (none in-process without a Prefect API): the run, and a certain change.
+    announce_evaluation(outcome, method=method, runs=out, storage_options=res.storage_options)
     return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")

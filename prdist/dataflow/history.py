@@ -26,7 +26,7 @@ from . import evaluate as ev
 from .artifacts import MANIFEST
 from .storage import filesystem, join_url, publish, resolve, write_parquet
 
-__all__ = ["HISTORY_COLUMNS", "RunRecord", "default_series", "history_table", "read_runs", "series_of", "write_history"]
+__all__ = ["HISTORY_COLUMNS", "RunRecord", "default_series", "history_table", "newest_changes", "read_runs", "series_of", "write_history"]
 
 HISTORY_COLUMNS = ("series", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper", "change")
 
@@ -139,15 +139,20 @@ def _bounds_at(record: RunRecord, place: int, ranks: np.ndarray, storage_options
     return lower, upper
 
 
-def history_table(records: list[RunRecord], *, ranks=None, storage_options=None) -> pd.DataFrame:
-    """One row per (run, rank) of one series, oldest run first, with the certain changes."""
+def history_table(records: list[RunRecord], *, ranks=None, storage_options=None, last: int | None = None) -> pd.DataFrame:
+    """One row per (run, rank) of one series, oldest run first, with the certain changes.
+
+    ``last`` keeps only the last so many releases, each still bounded at its place in the whole
+    series (the first of them then has no earlier release to be compared with: no change).
+    """
     records = _latest_per_release(records)
     if ranks is None:
         latest = records[-1].manifest
         ranks = default_ranks([row["rank"] for row in latest.get("cutoffs", [])], int(latest["n"]))
     ranks = np.asarray(ranks, dtype=np.int64)
+    first = 0 if last is None else max(len(records) - last, 0)
     frames, previous = [], None
-    for place, record in enumerate(records, start=1):
+    for place, record in enumerate(records[first:], start=first + 1):
         lower, upper = _bounds_at(record, place, ranks, storage_options)
         change = np.full(ranks.size, "", dtype=object) if previous is None else certain_changes(*previous, lower, upper)
         previous = (lower, upper)
@@ -195,3 +200,36 @@ def write_history(runs: str, *, out: str | None = None, series: str | None = Non
     html = render_history(table, reports).encode("utf-8")
     publish(resolve(join_url(out, "history.html"), storage_options=storage_options), lambda fh: fh.write(html), exclusive=False)
     return out, table
+
+
+def newest_changes(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """{series: the rows of its newest release with a certain change} of a history table.
+
+    Series whose newest release changed nothing for certain are left out.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"series": ["kb"] * 4, "run_id": ["a", "a", "b", "b"], "rank": [10, 100] * 2,
+    ...                       "change": ["", "", "down", ""]})
+    >>> {s: rows["rank"].tolist() for s, rows in newest_changes(table).items()}
+    {'kb': [10]}
+    """
+    out = {}
+    for series, rows in table.groupby("series", sort=False):
+        newest = rows[rows["run_id"] == rows["run_id"].iloc[-1]]
+        if (newest["change"] != "").any():
+            out[series] = newest[newest["change"] != ""]
+    return out
+
+
+def run_changes(runs: str, run_id: str, series: str, *, storage_options=None) -> pd.DataFrame | None:
+    """The certain changes a committed run makes to its series when it is the newest release there.
+
+    Cheap: only the run and the release before it are bounded again (at their places). None when
+    the run is not the newest release of ``series`` (it evaluated an older release again) or
+    changes nothing for certain.
+    """
+    records, _ = read_runs(runs, storage_options=storage_options)
+    table = history_table([r for r in records if r.series == series], storage_options=storage_options, last=2)
+    found = newest_changes(table).get(series)
+    return found if found is not None and found["run_id"].iloc[0] == run_id else None
