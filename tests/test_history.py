@@ -205,3 +205,84 @@ def test_the_run_command_records_its_series(tmp_path):
     assert committed_run(opened, params, out=str(tmp_path / "runs"), labels=None, series="kb").manifest["run_id"] == manifest["run_id"]
     assert committed_run(opened, params, out=str(tmp_path / "runs"), labels=None) is None
     assert main([*argv, "--series", " "]) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Events (flows/events.py), recorded by Prefect's own AssertingEventsClient; on a real server in
+# tests/test_deploy_server.py.
+
+
+@pytest.fixture
+def events():
+    """The events sent while a (never contacted) Prefect API is configured: a list that fills up."""
+    from prefect.events.clients import AssertingEventsClient
+    from prefect.events.worker import EventsWorker
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    AssertingEventsClient.reset()
+    EventsWorker.set_client_override(AssertingEventsClient)
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+            yield lambda: [event for client in AssertingEventsClient.all for event in client.events]
+    finally:
+        EventsWorker.drain_all(timeout=10)
+        EventsWorker.set_client_override(None)
+        AssertingEventsClient.reset()
+
+
+def test_a_run_announces_itself_and_the_certain_change_it_makes(three_releases, events):
+    from flows.events import announce_evaluation
+
+    runs, outcomes = three_releases
+    announce_evaluation(outcomes[2], method="paula", runs=runs)
+    completed, changed = events()
+    assert completed.event == "prdist.run.completed" and completed.resource.id == f"prdist.run.{outcomes[2].manifest['run_id']}"
+    assert completed.payload["n"] == 50_000 and completed.payload["cutoffs"] == outcomes[2].manifest["cutoffs"]
+    assert completed.payload["report"] == f"{outcomes[2].url}/report.html" and completed.payload["awaiting_labels"] == 0
+    assert changed.event == "prdist.precision.changed" and changed.resource["prdist.direction"] == "down"
+    assert changed.resource.id == f"prdist.series.{outcomes[2].manifest['series']}"
+    assert changed.payload["ranks"] and {c["change"] for c in changed.payload["changes"]} == {"down"}
+    # Not the newest release of its series (evaluated again): no change to announce.
+    announce_evaluation(outcomes[1], method="paula", runs=runs)
+    assert [e.event for e in events()[2:]] == ["prdist.run.completed"]
+
+
+def test_history_announces_the_newest_changes(three_releases, events, tmp_path):
+    runs, outcomes = three_releases
+    assert main(["history", "--runs", runs, "--out", str(tmp_path / "h")]) == 0
+    (changed,) = events()
+    assert changed.event == "prdist.precision.changed" and changed.payload["run_id"] == outcomes[2].manifest["run_id"]
+    table = pd.read_parquet(tmp_path / "h" / "history.parquet")
+    newest = table[(table["run_id"] == outcomes[2].manifest["run_id"]) & (table["change"] != "")]
+    assert changed.payload["ranks"] == newest["rank"].tolist()
+
+
+def test_label_imports_are_announced_without_credentials(events, tmp_path):
+    from flows.events import announce_labels
+
+    (tmp_path / "done.csv").write_text("key,label\na,1\nb,0\n")
+    store = tmp_path / "labels"
+    assert main(["labels", "import", "--store", str(store), str(tmp_path / "done.csv")]) == 0
+    announce_labels("https://alice:s3cr3t@labels.example.org/store?X-Amz-Signature=abc", count=1, keys=1, files=1)
+    imported, remote = events()
+    assert imported.event == "prdist.labels.imported" and imported.resource.id == f"prdist.labels.{store}"
+    assert imported.payload == {"store": str(store), "count": 2, "keys": 2, "files": 1}
+    assert "s3cr3t" not in remote.model_dump_json() and "abc" not in remote.model_dump_json()
+
+
+def test_nothing_is_sent_without_a_prefect_api(three_releases, tmp_path):
+    from prefect.events.clients import AssertingEventsClient
+    from prefect.events.worker import EventsWorker
+
+    from flows.events import announce_evaluation, events_enabled
+
+    runs, outcomes = three_releases
+    AssertingEventsClient.reset()
+    EventsWorker.set_client_override(AssertingEventsClient)
+    try:
+        assert not events_enabled()
+        assert announce_evaluation(outcomes[2], method="paula", runs=runs) == []
+        assert main(["history", "--runs", runs, "--out", str(tmp_path / "h")]) == 0
+        assert AssertingEventsClient.all == []
+    finally:
+        EventsWorker.set_client_override(None)
