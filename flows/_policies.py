@@ -6,15 +6,18 @@ import json
 import time
 
 from prefect import Task, get_run_logger
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from prefect.states import Completed
 from pydantic import SecretStr
 
 from prdist.dataflow.storage import StorageUnavailable
+from prdist.dataflow.run import strict_json
+from prdist.dataflow.storage import join_url
 from prdist.dataflow.summary import awaiting_message
 from prdist.errors import PrdistError
+from prdist.redaction import redact_url
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -117,3 +120,29 @@ def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
     if outcome.missing:
         return Completed(name="AwaitingLabels", message=message, data=outcome.url)
     return outcome.url
+
+
+def run_artifacts(outcome, bounds) -> None:
+    """A flow run's table artifact (``bounds``: the bounds at the cut-offs) and link artifact (the report).
+
+    Outside a flow run (the in-process runner) there is no API to hold them: nothing is made.
+    """
+    if not in_flow_run():
+        return
+    run_id = outcome.manifest["run_id"]
+    create_table_artifact(table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
+                          description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten")
+    create_link_artifact(link=redact_url(join_url(outcome.url, "report.html")), link_text=f"report of run {run_id}",
+                         key="prdist-report", description="The run's HTML report")
+
+
+def log_dashboard(client) -> None:
+    """Log the Dask dashboard of ``client`` in the flow run's log, when there is one to link."""
+    if client is None or not in_flow_run():
+        return
+    try:
+        link = client.dashboard_link
+    except KeyError:  # a scheduler that serves no dashboard
+        link = None
+    if link:
+        get_run_logger().info("Dask dashboard: %s", link)

@@ -8,11 +8,13 @@ retries), so no server has to start and nothing is recorded. The run directories
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from prdist.errors import InputError
 
-__all__ = ["FlowOutcome", "configured_api", "run_flow"]
+__all__ = ["FlowOutcome", "configured_api", "may_have_api", "run_flow"]
 
 #: What the command line tells a user whose runs are not recorded (one line on stderr).
 IN_PROCESS_NOTE = (
@@ -34,6 +36,20 @@ def configured_api() -> str | None:
     from prefect.settings import get_current_settings
 
     return get_current_settings().api.url or None
+
+
+def may_have_api() -> bool:
+    """Whether a Prefect API may be configured, judged without importing Prefect.
+
+    True when ``PREFECT_API_URL`` is set or a file Prefect reads its settings from exists (a
+    profiles file, ``prefect.toml``, ``.env``, ``pyproject.toml``); then :func:`configured_api`
+    decides. Quick commands (``prdist labels import``) so import Prefect only where it may matter.
+    """
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+    files = [os.environ.get("PREFECT_PROFILES_PATH"), home / "profiles.toml", "prefect.toml", ".env", "pyproject.toml"]
+    return any(path and Path(path).is_file() for path in files)
 
 
 def run_flow(flow, parameters: dict, *, on_prefect: bool) -> FlowOutcome:

@@ -12,22 +12,27 @@ crash or after labels arrive resumes there; the run itself is found by its id an
 
 from __future__ import annotations
 
+import posixpath
+
 import numpy as np
 from prefect import flow
 from pydantic import SecretStr
 
-from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
+from flows._policies import IN_MEMORY, IO_RETRIES, conclude, log_dashboard, run_artifacts, step, unsealed
 from flows.events import announce_evaluation
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client, one_cluster
 from prdist.dataflow.artifacts import RunOutcome
+from prdist.dataflow.history import default_series
 from prdist.dataflow.run import (
+    cutoff_bounds,
     exact_precision,
     extract_items,
     open_for_run,
     summary_markdown,
     write_run,
 )
+from prdist.redaction import redact_url
 
 
 @step(**IO_RETRIES)
@@ -43,6 +48,7 @@ def plan_task(n: int, params: ev.EvaluationParams) -> ev.PlannedRanks:
 @step(**IO_RETRIES)
 def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: str) -> str:
     with dask_client(scheduler, items=resource.n) as client:
+        log_dashboard(client)
         return extract_items(resource, ranks, client=client, staging=staging)
 
 
@@ -66,6 +72,7 @@ def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.E
     if planned.in_band_arm is None:
         return None
     with dask_client(scheduler) as client:
+        log_dashboard(client)
         return ev.bands(planned, items, labels, params, client=client, settled=settled)
 
 
@@ -79,7 +86,16 @@ def write_task(resource, planned, items, resolution, estimate, params, out: str,
     return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands, exact=exact, series=series)
 
 
-@flow(name="evaluate-release", log_prints=True)
+def run_name() -> str:
+    """The flow run's name: its series and release (the resource's last path part), no credentials."""
+    from prefect.runtime import flow_run
+
+    resource = redact_url(flow_run.parameters["resource"]).rstrip("/")
+    series = flow_run.parameters.get("series") or default_series(resource)
+    return f"{series} @ {posixpath.basename(resource) or resource}"
+
+
+@flow(name="evaluate-release", log_prints=True, flow_run_name=run_name)
 def evaluate_release(
     resource: str,
     out: str = "prdist-runs",
@@ -122,4 +138,5 @@ def evaluate_release(
         outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
     # Events for automations (none in-process without a Prefect API): the run, and a certain change.
     announce_evaluation(outcome, method=method, runs=out, storage_options=res.storage_options)
+    run_artifacts(outcome, cutoff_bounds(est, res.n))
     return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")

@@ -729,9 +729,12 @@ def _cmd_labels_import(args) -> int:
     print(f"prdist labels: {summary.labels:,} verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
           f"({summary.positives:,} correct, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
           f"[{', '.join(dict.fromkeys(summary.formats))}]")
-    from flows.events import announce_labels  # prdist.labels.imported, when a Prefect API is configured
+    from flows._runner import may_have_api
 
-    announce_labels(args.store, count=summary.labels, keys=summary.keys, files=len(summary.files))
+    if may_have_api():  # prdist.labels.imported, when a Prefect API is configured (then Prefect is imported)
+        from flows.events import announce_labels
+
+        announce_labels(args.store, count=summary.labels, keys=summary.keys, files=len(summary.files))
     print(summary.written)
     return EXIT_OK
 
@@ -889,11 +892,14 @@ def _cmd_history(args) -> int:
     for row in changed.itertuples():
         print(f"  {row.series}: run {row.run_id} at rank {row.rank:,}: {row.change} "
               f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
-    from flows.events import announce_changes
-    from .dataflow.history import newest_changes
+    from flows._runner import may_have_api
 
-    for series, rows in newest_changes(table).items():  # prdist.precision.changed, with a Prefect API
-        announce_changes(series, rows, runs=args.runs)
+    if may_have_api():  # prdist.precision.changed for each series' newest release, with a Prefect API
+        from flows.events import announce_changes
+        from .dataflow.history import newest_changes
+
+        for series, rows in newest_changes(table).items():
+            announce_changes(series, rows, runs=args.runs)
     print(out)
     return EXIT_OK
 

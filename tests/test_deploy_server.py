@@ -253,8 +253,13 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
             "flow_runs": {"id": {"any_": [str(nightly_run.id)]}}, "sort": "CREATED_DESC", "limit": 10, "offset": 0,
         })  # fmt: skip
         response.raise_for_status()
-        (artifact,) = response.json()
-        assert artifact["key"] == "prdist-evaluation" and complete["_dir"].name in artifact["data"]
+        artifacts = {a["key"]: a for a in response.json()}
+        assert set(artifacts) == {"prdist-evaluation", "prdist-bounds", "prdist-report"}
+        assert complete["_dir"].name in artifacts["prdist-evaluation"]["data"]
+        # The table artifact holds the bounds at the guaranteed cut-offs; the link artifact, the report.
+        table = json.loads(artifacts["prdist-bounds"]["data"])
+        assert {row["rank"] for row in table} >= {c["rank"] for c in complete["cutoffs"] if c["rank"] > 0}
+        assert artifacts["prdist-report"]["data"].endswith(f"{complete['_dir'].name}/report.html")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -213,12 +213,13 @@ def test_the_run_command_records_its_series(tmp_path):
 
 
 @pytest.fixture
-def events():
+def events(monkeypatch):
     """The events sent while a (never contacted) Prefect API is configured: a list that fills up."""
     from prefect.events.clients import AssertingEventsClient
     from prefect.events.worker import EventsWorker
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # what the commands look for first
     AssertingEventsClient.reset()
     EventsWorker.set_client_override(AssertingEventsClient)
     try:

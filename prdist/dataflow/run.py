@@ -19,12 +19,13 @@ from . import evaluate as ev
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .labels import export_annotation_task
 from .extract import extract_ranks
+from ..history import default_ranks
 from .history import default_series
 from .parquet import Resource, open_resource
 from .select import select_ranks
 from .storage import filesystem, write_parquet
 
-__all__ = ["committed_run", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
+__all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
 
 
 def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
@@ -230,6 +231,25 @@ def _scalars(attrs: dict) -> dict:
         elif isinstance(v, np.generic):
             out[k] = v.item()
     return out
+
+
+def cutoff_bounds(estimate: ev.Estimate, n: int) -> pd.DataFrame:
+    """The bounds at the ranks a reader follows: the guaranteed cut-offs and the powers of ten.
+
+    PAULA's bounds are taken at exactly those ranks; a sampling baseline's at the deepest rank of
+    its table at or above each (its intervals hold at their own ranks only), so ``rank`` always
+    says where a row's bounds hold. ``target`` names the precision target a cut-off rank meets.
+    """
+    wanted = default_ranks([r for r in estimate.cutoff_ranks.values()], n)
+    if estimate.paula is not None:
+        rows = pd.DataFrame({"rank": wanted, "precision_lower": estimate.paula.lower(wanted), "precision_upper": estimate.paula.upper(wanted)})
+    else:
+        table = estimate.bounds[["rank", "precision_lower", "precision_upper"]]
+        rows = table.iloc[np.unique(np.clip(np.searchsorted(table["rank"].to_numpy(), wanted, side="right") - 1, 0, len(table) - 1))]
+    targets = {int(rank): float(t) for t, rank in sorted(estimate.cutoff_ranks.items()) if rank > 0}
+    rows = rows.reset_index(drop=True)
+    rows.insert(1, "target", [targets.get(int(r)) for r in rows["rank"]])
+    return rows
 
 
 def summary_markdown(outcome: RunOutcome) -> str:
