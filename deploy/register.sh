@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 prefect work-pool create prdist-process --type process --overwrite
-[ "$#" -gt 0 ] || set -- nightly on-release compare synthesize
+[ "$#" -gt 0 ] || set -- nightly on-release on-labels compare synthesize
 for name in "$@"; do
   prefect deploy --prefect-file deploy/prefect.yaml --name "$name"
 done

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from prefect_events import recorded_events
+
 from prdist import population
 from prdist.cli import main
 from prdist.dataflow import synth
@@ -39,6 +41,7 @@ WEED = ROOT / ".venv" / "bin" / "weed"
 EXPECTED_DEPLOYMENTS = {
     "evaluate-release/nightly",
     "evaluate-release/on-release",
+    "evaluate-release/on-labels",
     "compare-systems/compare",
     "synthesize-resource/synthesize",
 }
@@ -222,6 +225,64 @@ def test_release_trigger_targets_the_release_event(prefect_yaml, monkeypatch):
     # Only payload fields the event always carries are read (a missing one fails rendering).
     referenced = set(re.findall(r"event\.payload\.(\w+)", json.dumps(spec["parameters"])))
     assert referenced <= set(release_event("/x").to_dict()["payload"])
+
+
+def _server_trigger(spec: dict):
+    """A deployment trigger of prefect.yaml as the server's automation evaluates it."""
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+    from prefect.server.events.schemas.automations import EventTrigger
+
+    trigger = DeploymentEventTrigger.model_validate(spec)
+    trigger.set_deployment_id(uuid.uuid4())
+    automation = trigger.as_automation()
+    (action,) = automation.actions
+    assert action.type == "run-deployment" and action.deployment_id == trigger._deployment_id
+    return EventTrigger.model_validate(automation.trigger.model_dump())
+
+
+def test_labels_trigger_reruns_on_imports_into_the_tracked_store(prefect_yaml, monkeypatch, tmp_path):
+    from flows.events import LABELS_IMPORTED
+
+    tracked = str(tmp_path / "labels")
+    env = {"PRDIST_RESOURCE": "/data/kb", "PRDIST_RUNS": "/data/runs", "PRDIST_LABELS": tracked, "PRDIST_SCHEDULER": ""}
+    on_labels = rendered_deployments(prefect_yaml, monkeypatch, env)["on-labels"]
+    (spec,) = on_labels["triggers"]
+    server_trigger = _server_trigger(spec)
+    assert server_trigger.expects(LABELS_IMPORTED) and server_trigger.immediate and server_trigger.threshold == 1
+    # The run re-evaluates the tracked resource with the deployment's own parameters.
+    assert "parameters" not in spec and on_labels["parameters"]["labels"] == tracked
+
+    (tmp_path / "done.csv").write_text("key,label\na,1\n")
+    with recorded_events(monkeypatch) as sent:
+        monkeypatch.chdir(tmp_path)
+        assert main(["labels", "import", "--store", tracked, "done.csv"]) == 0
+        assert main(["labels", "import", "--store", "labels", "done.csv"]) == 0  # the same store, relative
+        assert main(["labels", "import", "--store", str(tmp_path / "other"), "done.csv"]) == 0
+        events = [server_event_from_dict(json.loads(e.model_dump_json())) for e in sent()]
+    assert [server_trigger.covers(e) for e in events] == [True, True, False]
+
+
+def test_readme_alert_automation_notifies_on_a_certain_drop():
+    """The automation of deploy/README.md: Prefect's own model accepts it; it matches drops only."""
+    from prefect.events.schemas.automations import AutomationCore
+    from prefect.server.events.schemas.automations import EventTrigger
+
+    readme = (DEPLOY / "README.md").read_text()
+    (text,) = re.findall(r"```yaml\n(# precision-alert.yaml\n.*?)```", readme, flags=re.S)
+    automation = AutomationCore.model_validate(yaml.safe_load(text))
+    (action,) = automation.actions
+    assert action.type == "send-notification" and "event.payload.ranks" in action.body
+    trigger = EventTrigger.model_validate(automation.trigger.model_dump())
+
+    def changed(direction):
+        return server_event_from_dict({
+            "id": str(uuid.uuid4()), "occurred": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "event": "prdist.precision.changed",
+            "resource": {"prefect.resource.id": "prdist.series.s3://kb/releases", "prdist.direction": direction},
+            "payload": {"series": "s3://kb/releases", "ranks": [1000]},
+        })  # fmt: skip
+
+    assert trigger.covers(changed("down")) and not trigger.covers(changed("up"))
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from prefect_events import recorded_events
+
 from prdist import paula_bounds, plan_paula, population
 from prdist.cli import main
 from prdist.dataflow import evaluate as ev
@@ -214,21 +216,8 @@ def test_the_run_command_records_its_series(tmp_path):
 
 @pytest.fixture
 def events(monkeypatch):
-    """The events sent while a (never contacted) Prefect API is configured: a list that fills up."""
-    from prefect.events.clients import AssertingEventsClient
-    from prefect.events.worker import EventsWorker
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # what the commands look for first
-    AssertingEventsClient.reset()
-    EventsWorker.set_client_override(AssertingEventsClient)
-    try:
-        with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
-            yield lambda: [event for client in AssertingEventsClient.all for event in client.events]
-    finally:
-        EventsWorker.drain_all(timeout=10)
-        EventsWorker.set_client_override(None)
-        AssertingEventsClient.reset()
+    with recorded_events(monkeypatch) as sent:
+        yield sent
 
 
 def test_a_run_announces_itself_and_the_certain_change_it_makes(three_releases, events):
