@@ -4,7 +4,9 @@ The server is ``prefect server start`` on a free loopback port (SQLite in a temp
 PREFECT_HOME, analytics and UI off); deployments are registered from deploy/prefect.yaml by
 deploy/register.sh (the compose job: ``prefect deploy`` per deployment), runs are executed by ``prefect worker start --pool prdist-process``, and the
 flows compute on a Dask scheduler passed through PRDIST_SCHEDULER, as in deploy/compose.yaml. A
-release is announced with ``prdist release``; the on-release trigger must start the run. Every
+release is announced with ``prdist release``; the on-release trigger must start the run, and labels
+imported with ``prdist labels import`` must start evaluate-release/on-labels. The events that runs,
+imports and ``prdist history`` send are read back from the server. Every
 process started here is stopped (SIGTERM, then SIGKILL) in a ``finally``.
 
 Timings on the 2-core development machine (shared, load 4-8): server start 25-40 s, each
@@ -176,7 +178,7 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
         worker = _start([str(BIN / "prefect"), "worker", "start", "--pool", "prdist-process", "--type", "process"],
                         env=env, log=tmp_path / "worker.log", cwd=tmp_path)  # fmt: skip
         try:
-            _register(["nightly", "on-release"], env=env, logs=tmp_path)
+            _register(["nightly", "on-release", "on-labels"], env=env, logs=tmp_path)
             assert client.read_work_pool("prdist-process").type == "process"
             nightly = client.read_deployment_by_name("evaluate-release/nightly")
             on_release = client.read_deployment_by_name("evaluate-release/on-release")
@@ -215,6 +217,21 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
 
             by_resource = _poll(triggered, timeout=TRIGGER_TIMEOUT, what="the on-release trigger (twice)")
             release_run, relayed_run = by_resource[released.url], by_resource[relayed.url]
+
+            # Labels imported into the tracked store start evaluate-release/on-labels.
+            on_labels = client.read_deployment_by_name("evaluate-release/on-labels")
+            (tmp_path / "done.csv").write_text("key,label\nk1,1\n")
+            imported = subprocess.run([str(BIN / "prdist"), "labels", "import", "--store", str(labels), str(tmp_path / "done.csv")],
+                                      env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+            assert imported.returncode == 0, imported.stderr
+
+            def relabeled():
+                found = client.read_flow_runs(deployment_filter=DeploymentFilter(id={"any_": [on_labels.id]}), limit=10, offset=0)
+                return found[0] if found else None
+
+            labels_run = _poll(relabeled, timeout=TRIGGER_TIMEOUT, what="the on-labels trigger")
+            assert labels_run.parameters == {"resource": tracked.url, "out": str(runs), "labels": str(labels),
+                                             "scheduler": cluster.scheduler_address}  # fmt: skip
             # The event's resource; the deployment's label store, run root and scheduler...
             assert release_run.parameters == {"resource": released.url, "labels": str(labels), "out": str(runs),
                                               "scheduler": cluster.scheduler_address}  # fmt: skip
@@ -223,11 +240,11 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
                                               "out": str(tmp_path / "runs-b"), "scheduler": cluster.scheduler_address}  # fmt: skip
 
             def finished():
-                states = [client.read_flow_run(run.id).state for run in (nightly_run, release_run, relayed_run)]
+                states = [client.read_flow_run(run.id).state for run in (nightly_run, release_run, relayed_run, labels_run)]
                 return states if all(state.is_final() for state in states) else None
 
             try:
-                nightly_state, release_state, relayed_state = _poll(finished, timeout=RUN_TIMEOUT, interval=2.0, what="the flow runs")
+                nightly_state, release_state, relayed_state, labels_state = _poll(finished, timeout=RUN_TIMEOUT, interval=2.0, what="the flow runs")
             except AssertionError as exc:
                 raise AssertionError(f"{exc}\nworker log:\n{_tail(tmp_path / 'worker.log', 80)}") from None
         finally:
@@ -236,6 +253,7 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
         assert nightly_state.is_completed() and nightly_state.name == "Completed", (nightly_state, _tail(tmp_path / "worker.log", 80))
         assert release_state.is_completed() and release_state.name == "AwaitingLabels", (release_state, _tail(tmp_path / "worker.log", 80))
         assert relayed_state.is_completed() and relayed_state.name == "AwaitingLabels", (relayed_state, _tail(tmp_path / "worker.log", 80))
+        assert labels_state.is_completed() and labels_state.name == "AwaitingLabels", (labels_state, _tail(tmp_path / "worker.log", 80))
         assert list((tmp_path / "runs-b").glob("*/annotation_task.csv"))
 
         manifests = _manifests(runs)
@@ -346,3 +364,85 @@ def test_a_configured_api_records_command_line_runs(prefect_server, tmp_path):
     assert "running in-process" in alone.stderr
     assert len(flow_runs()) == before + 1
     assert Path(alone.stdout.strip().splitlines()[-1]).name == Path(recorded.stdout.strip().splitlines()[-1]).name
+
+
+# ---------------------------------------------------------------------------------------------
+# The events of flows/events.py, as a Prefect server records them
+
+
+def _prdist_events(api: str) -> list[dict]:
+    """Every ``prdist.*`` event the server has stored, oldest first."""
+    response = httpx.post(f"{api}/events/filter", timeout=30, json={
+        "filter": {"event": {"prefix": ["prdist."]}, "order": "ASC"}, "limit": 50,
+    })  # fmt: skip
+    response.raise_for_status()
+    return response.json()["events"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_runs_imports_and_history_send_their_events_to_the_server(prefect_server, tmp_path):
+    """Two releases of one series, the second certainly worse; a run awaiting labels; an import;
+    the history. The server stores every event, with the payloads the README promises."""
+    from prdist import population
+    from prdist.dataflow.synth import write_synthetic
+
+    api = prefect_server.api_url
+    steady = population.binormal(neg=(0, 1), pos=(1.5, 1), prevalence=0.3)
+    worse = population.binormal(neg=(0, 1), pos=(0.5, 1), prevalence=0.15)
+    first = write_synthetic(steady, n=50_000, out=str(tmp_path / "releases" / "r1"), seed=1)
+    second = write_synthetic(worse, n=50_000, out=str(tmp_path / "releases" / "r2"), seed=3)
+    runs, store = tmp_path / "runs", tmp_path / "labels"
+    env = _clean_env(PREFECT_API_URL=api, PREFECT_HOME=str(tmp_path / "home"))
+    before = {e["id"] for e in _prdist_events(api)}
+
+    def prdist(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "prdist"), *argv], capture_output=True, text=True, timeout=400, env=env, cwd=tmp_path)
+
+    common = ["--out", str(runs), "--eps", "0.1", "--window", "50", "--series", "kb"]
+    for release in (first, second):
+        done = prdist("run", "--resource", release.url, "--oracle-column", "label", *common)
+        assert done.returncode == 0, done.stderr
+    # Awaiting labels, under another root: a release evaluated again counts by its latest run, and
+    # this one's conservative bounds would hide the drop from the history below.
+    awaiting = prdist("run", "--resource", second.url, "--labels", str(store), *common, "--out", str(tmp_path / "annotating"))
+    assert awaiting.returncode == 3, awaiting.stderr
+    (tmp_path / "done.csv").write_text("key,label\nk1,1\nk2,0\n")
+    assert prdist("labels", "import", "--store", str(store), "done.csv").returncode == 0
+    history = prdist("history", "--runs", str(runs), "--series", "kb")
+    assert history.returncode == 0, history.stderr
+
+    def stored():
+        events = [e for e in _prdist_events(api) if e["id"] not in before]
+        return events if len(events) >= 7 else None
+
+    events = _poll(stored, timeout=60, what=f"the events on the server\n{_tail(prefect_server.log)}")
+    by_name: dict[str, list[dict]] = {}
+    for event in events:
+        by_name.setdefault(event["event"], []).append(event)
+    assert {k: len(v) for k, v in by_name.items()} == {
+        "prdist.run.completed": 3, "prdist.run.awaiting-labels": 1, "prdist.precision.changed": 2, "prdist.labels.imported": 1,
+    }
+    completed = by_name["prdist.run.completed"]
+    assert [Path(e["payload"]["resource"]).name for e in completed] == ["r1", "r2", "r2"]
+    assert all(e["payload"]["series"] == "kb" and e["payload"]["n"] == 50_000 for e in completed)
+    (waiting,) = by_name["prdist.run.awaiting-labels"]
+    assert waiting["payload"]["count"] > 0 and waiting["payload"]["task"].endswith("annotation_task.csv")
+    assert [e["payload"]["awaiting_labels"] for e in completed] == [0, 0, waiting["payload"]["count"]]
+    # The drop, from the second run itself and again from `prdist history`: the same ranks.
+    from_run, from_history = by_name["prdist.precision.changed"]
+    drop_run = completed[1]["payload"]["run_id"]
+    for changed in (from_run, from_history):
+        assert changed["resource"]["prefect.resource.id"] == "prdist.series.kb"
+        assert changed["resource"]["prdist.direction"] == "down" and changed["payload"]["run_id"] == drop_run
+    assert from_run["payload"]["ranks"] == from_history["payload"]["ranks"] != []
+    (imported,) = by_name["prdist.labels.imported"]
+    assert imported["payload"] == {"store": str(store), "count": 2, "keys": 2, "files": 1}
+
+    # The flow runs are named after series and release, and carry the bounds and the report.
+    with_names = httpx.post(f"{api}/flow_runs/filter", timeout=30, json={"sort": "START_TIME_ASC", "limit": 50}).json()
+    names = [r["name"] for r in with_names if r["parameters"].get("series") == "kb"]
+    assert names == ["kb @ r1", "kb @ r2", "kb @ r2"]
+    artifacts = httpx.post(f"{api}/artifacts/filter", timeout=30, json={"sort": "CREATED_DESC", "limit": 50}).json()
+    keys = {a["key"] for a in artifacts if a["flow_run_id"] == [r for r in with_names if r["name"] == "kb @ r1"][0]["id"]}
+    assert keys == {"prdist-evaluation", "prdist-bounds", "prdist-report"}
