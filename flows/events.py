@@ -11,9 +11,9 @@ event                          resource id                         payload
 ``prdist.labels.imported``     ``prdist.labels.<store URL>``       store, count, keys, files
 =============================  ==================================  =====================================
 
-The resource of every event also carries the label ``prdist.direction`` (precision.changed:
-``down``, ``up`` or ``mixed``) or ``prdist.series``, so that an automation's ``match`` can pick
-events without reading payloads. Run events name their series as a related resource.
+So that an automation's ``match`` can pick events without reading payloads, the resource of a
+run event carries the label ``prdist.series`` (and names the series as a related resource), and
+that of ``precision.changed`` the label ``prdist.direction``: ``down``, ``up`` or ``mixed``.
 
 Events are sent only where a Prefect API is: inside a flow run, or when one is configured
 (``PREFECT_API_URL`` or a profile). The in-process runner without one emits nothing and never

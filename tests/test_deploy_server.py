@@ -129,12 +129,12 @@ def _register(names: list[str], *, env: dict, logs: Path) -> None:
         assert code == 0, f"register.sh {name} failed with {code}:\n{_tail(log)}"
 
 
-def _manifests(runs: Path) -> dict[str, dict]:
-    """{input URL: manifest} of the committed runs under ``runs``."""
+def _manifests(runs: Path) -> dict[tuple[str, str | None], dict]:
+    """{(input URL, oracle column): manifest} of the committed runs under ``runs``."""
     found = {}
     for path in runs.glob("*/manifest.json"):
         manifest = json.loads(path.read_text())
-        found[manifest["input"]["url"]] = {**manifest, "_dir": path.parent}
+        found[manifest["input"]["url"], manifest["params"]["oracle_column"]] = {**manifest, "_dir": path.parent}
     return found
 
 
@@ -257,12 +257,14 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
         assert list((tmp_path / "runs-b").glob("*/annotation_task.csv"))
 
         manifests = _manifests(runs)
-        complete = manifests[tracked.url if "://" in tracked.url else f"file://{tracked.url}"]
+        complete = manifests[tracked.url if "://" in tracked.url else f"file://{tracked.url}", "label"]
         assert complete["status"] == "complete" and complete["counts"]["unknown"] == 0
         assert complete["params"]["oracle_column"] == "label"
         for name in ("plan.parquet", "bounds.parquet", "report.html"):
             assert (complete["_dir"] / name).is_file()
-        awaiting = manifests[released.url if "://" in released.url else f"file://{released.url}"]
+        awaiting = manifests[released.url if "://" in released.url else f"file://{released.url}", None]
+        # The run the label import started: the tracked resource, its labels from the store.
+        assert manifests[tracked.url if "://" in tracked.url else f"file://{tracked.url}", None]["counts"]["labeled"] == 0
         assert awaiting["counts"]["unknown"] > 0
         assert (awaiting["_dir"] / "annotation_task.csv").is_file()
         # The flow's Prefect artifact names the run directory (raw HTTP: an empty task-run filter
@@ -277,7 +279,7 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
         # The table artifact holds the bounds at the guaranteed cut-offs; the link artifact, the report.
         table = json.loads(artifacts["prdist-bounds"]["data"])
         assert {row["rank"] for row in table} >= {c["rank"] for c in complete["cutoffs"] if c["rank"] > 0}
-        assert artifacts["prdist-report"]["data"].endswith(f"{complete['_dir'].name}/report.html")
+        assert f"({complete['_dir'] / 'report.html'})" in artifacts["prdist-report"]["data"]  # a markdown link
 
 
 # ---------------------------------------------------------------------------------------------
