@@ -832,7 +832,7 @@ def _add_release(sub) -> None:
 
 
 def _cmd_release(args) -> int:
-    from .cli_release import emit_release, release_event
+    from flows.release import emit_release, release_event
 
     event = release_event(args.resource, labels=args.labels, out=args.out)
     if args.dry_run:
