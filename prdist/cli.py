@@ -660,7 +660,7 @@ def _cmd_compare(args) -> int:
 
 
 def _add_aggregate(add) -> None:
-    from .verdicts import AGGREGATIONS
+    from .label_choices import AGGREGATIONS  # not verdicts: that loads pandas, for --help too
 
     add("--aggregate", choices=AGGREGATIONS, default="majority",
         help="how the verdicts of several annotators make one label: majority of each one's latest "
@@ -668,7 +668,7 @@ def _add_aggregate(add) -> None:
 
 
 def _add_labels(sub) -> None:
-    from .dataflow.label_formats import FORMATS
+    from .label_choices import LABEL_FORMATS as FORMATS
 
     parser = sub.add_parser(
         "labels",
@@ -842,7 +842,7 @@ def _add_release(sub) -> None:
 
 
 def _cmd_release(args) -> int:
-    from .cli_release import emit_release, release_event
+    from flows.release import emit_release, release_event
 
     event = release_event(args.resource, labels=args.labels, out=args.out)
     if args.dry_run:

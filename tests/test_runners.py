@@ -93,12 +93,12 @@ def test_a_cluster_and_in_process_computing_write_the_same_run_directory(tmp_pat
     assert run_files(alone) == run_files(clustered)
 
 
-def _modules_after(argv: list[str], cwd: Path) -> dict:
+def _modules_after(argv: list[str], cwd: Path, heavy=HEAVY) -> dict:
     """Run ``prdist argv`` in a fresh interpreter; which heavy modules it imported, and its exit code."""
     code = (
         "import json, sys\nfrom prdist.cli import main\n"
         f"try:\n    status = main({argv!r})\nexcept SystemExit as exc:\n    status = exc.code\n"
-        f"print(json.dumps({{'status': status, 'loaded': sorted(m for m in {HEAVY!r} if m in sys.modules)}}))\n"
+        f"print(json.dumps({{'status': status, 'loaded': sorted(m for m in {tuple(heavy)!r} if m in sys.modules)}}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120,
                           env={"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PATH": "/usr/bin:/bin", "HOME": str(cwd)})
@@ -117,6 +117,8 @@ def test_quick_commands_import_neither_prefect_nor_dask_nor_scipy_stats(tmp_path
     ]
     for argv in commands:
         assert _modules_after(argv, tmp_path) == {"status": 0, "loaded": []}, argv
+    # The parser alone answers --help: not even pandas or pyarrow.
+    assert _modules_after(["--help"], tmp_path, heavy=(*HEAVY, "pandas", "pyarrow")) == {"status": 0, "loaded": []}
 
     # A rerun of a committed run: found from the footers, the staged items and the labels alone.
     args = ["run", "--resource", release, "--labels", store, "--eps", "0.1", "--window", "20", "--out", str(tmp_path / "runs")]
