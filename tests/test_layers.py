@@ -28,8 +28,10 @@ def _module_name(path: Path) -> str:
         parts.pop()
     return ".".join(parts)
 
+
 def _modules() -> dict[str, Path]:
     return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
 
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     """Every module ``name`` imports (absolute names; ``from pkg import module`` names the module)."""
@@ -50,9 +52,11 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
                 found.add(sub if sub in known else target)
     return found
 
+
 def import_graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+
 
 def _layer(module: str) -> str:
     if module in COMMANDS or module == "prdist":
@@ -60,6 +64,7 @@ def _layer(module: str) -> str:
     if module.startswith("prdist.dataflow"):
         return "dataflow"
     return "core"
+
 
 def _forbidden(module: str, target: str) -> bool:
     root = target.split(".")[0]
@@ -72,8 +77,10 @@ def _forbidden(module: str, target: str) -> bool:
         return root in ("dask", "distributed") or target.startswith("prdist.dataflow")
     return False
 
+
 def upward_imports(graph) -> set[tuple[str, str]]:
     return {(module, target) for module, targets in graph.items() for target in targets if _forbidden(module, target)}
+
 
 def cycles(graph) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), each sorted."""
@@ -107,13 +114,16 @@ def cycles(graph) -> list[list[str]]:
             visit(node)
     return found
 
+
 def test_no_layer_imports_a_layer_above_it():
     assert upward_imports(import_graph()) == set()
+
 
 def test_no_import_cycle_among_prdist_modules():
     # A package imports its parent package implicitly; only module-to-module edges can circle.
     graph = {m: {t for t in ts if t != "prdist"} for m, ts in import_graph().items()}
     assert cycles(graph) == []
+
 
 def test_the_scan_finds_what_it_looks_for():
     graph = {
@@ -128,6 +138,7 @@ def test_the_scan_finds_what_it_looks_for():
         ("prdist.dataflow.storage", "flows.synth"),
     }
     assert cycles(graph) == [["prdist.dataflow.select", "prdist.dataflow.storage"]]
+
 
 def test_relative_imports_resolve_to_modules(tmp_path):
     package = tmp_path / "prdist" / "dataflow"
