@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import signal
+import subprocess
 import tempfile
 import time
 import uuid
@@ -22,7 +25,7 @@ import pytest
 # short-lived one of whichever test (capsys/capfd) happens to import it first.
 import prefect  # noqa: F401,E402
 
-from seaweed import WEED, admin_identity, running_s3  # noqa: E402
+from seaweed import WEED, admin_identity, free_ports, running_s3, stop, tail  # noqa: E402
 
 S3_START_TIMEOUT = 60.0  # seconds; SeaweedFS needs about 2 s on an idle machine
 
@@ -169,7 +172,7 @@ def label_studio():
     import httpx
 
     workdir = Path(tempfile.mkdtemp(prefix="prdist-label-studio-"))
-    (port,) = _free_ports(1)
+    (port,) = free_ports(1)
     token = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "LABEL_STUDIO", "VIRTUAL_ENV"))}
     env.update(LABEL_STUDIO_BASE_DATA_DIR=str(workdir), LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
@@ -186,7 +189,7 @@ def label_studio():
         last = None
         while time.monotonic() < started + LABEL_STUDIO_START_TIMEOUT:
             if proc.poll() is not None:
-                raise RuntimeError(f"label-studio exited with code {proc.returncode} during start-up. Log tail:\n{_tail(log)}")
+                raise RuntimeError(f"label-studio exited with code {proc.returncode} during start-up. Log tail:\n{tail(log)}")
             try:
                 if server.client().get("/api/projects").status_code == 200:
                     break
@@ -195,11 +198,11 @@ def label_studio():
             time.sleep(1)
         else:
             raise RuntimeError(f"Label Studio did not answer within {LABEL_STUDIO_START_TIMEOUT:.0f} s (last error: {last!r}). "
-                               f"Log tail:\n{_tail(log)}")
+                               f"Log tail:\n{tail(log)}")
         _timings["Label Studio fixture start-up (s)"] = time.monotonic() - started
         yield server
     finally:
-        _stop(proc)
+        stop(proc)
         with contextlib.suppress(ProcessLookupError):  # a helper process of the server, if any
             os.killpg(proc.pid, signal.SIGKILL)
         shutil.rmtree(workdir, ignore_errors=True)
