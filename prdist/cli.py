@@ -724,6 +724,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Every option that names a storage location or server (argparse dest -> how the user writes
+#: it). Each is checked for embedded credentials before anything runs, so that no secret reaches
+#: Prefect's flow-run parameters or a log; tests/test_bad_input.py keeps this table complete.
+URL_OPTIONS = {
+    "resource": "--resource", "out": "--out", "labels": "--labels", "store": "--store",
+    "files": "the label file", "run": "--run", "runs": "--runs", "exhaustive": "--exhaustive",
+    "systems": "--system", "api_url": "--api-url",
+}  # fmt: skip
+
+
+def _refuse_credentials_in_urls(args) -> None:
+    from .redaction import refuse_credentials
+
+    for dest, option in URL_OPTIONS.items():
+        values = getattr(args, dest, None)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str):
+                refuse_credentials(value.partition("=")[2] if dest == "systems" else value, what=option)
+
+
 def _one_line(exc: BaseException) -> str:
     # Messages quote other libraries' errors, some of which span lines; the contract is one line.
     return " ".join(str(exc).split())
@@ -736,6 +756,7 @@ def main(argv=None) -> int:
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)
+        _refuse_credentials_in_urls(args)
         return int(args.handler(args) or EXIT_OK)
     except AwaitingLabels as exc:
         print(f"prdist: {exc}", file=sys.stderr)

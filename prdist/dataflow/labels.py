@@ -165,6 +165,7 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
     files = tuple(files)
     if not files:
         raise InputError("No label files given. Name at least one CSV, JSONL or Parquet file.")
+    resolve(store, storage_options=storage_options)  # a bad store URL is refused before any file is read
     frames = []
     for url in files:
         frame = read_label_file(url, storage_options=storage_options)

@@ -37,7 +37,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import InputError, ParameterError, PrdistError
-from ..redaction import redact, redact_url
+from ..redaction import redact, redact_url, refuse_credentials
 
 __all__ = [
     "AlreadyExists",
@@ -144,6 +144,13 @@ def _protocol_of(fs) -> str:
     return protocol[0] if isinstance(protocol, (tuple, list)) else str(protocol)
 
 
+def _endpoint_options(options: Mapping):
+    """(name, URL) of the endpoint URLs among storage options (top level and ``client_kwargs``)."""
+    for where, scope in (("endpoint_url", options), ("client_kwargs.endpoint_url", options.get("client_kwargs"))):
+        if isinstance(scope, Mapping) and isinstance(scope.get("endpoint_url"), str):
+            yield where, scope["endpoint_url"]
+
+
 def resolve(url, *, storage_options=None) -> Location:
     """Resolve a path or fsspec URL into a :class:`Location`.
 
@@ -171,6 +178,10 @@ def resolve(url, *, storage_options=None) -> Location:
         url = os.fspath(url)
     if not isinstance(url, str) or not url.strip():
         raise ParameterError(f"A storage URL must be a non-empty path or URL. Got {url!r} instead.")
+    # The one gate every URL passes: credentials in a URL would be printed and recorded.
+    refuse_credentials(url)
+    for where, value in _endpoint_options(options):
+        refuse_credentials(value, what=f"The {where!r} storage option")
     display = redact_url(url)
     if "://" not in url and "::" not in url:
         # A plain path: local disk, made absolute so that workers started elsewhere agree.

