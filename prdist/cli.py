@@ -418,12 +418,12 @@ def _demo_resource(args, storage_options) -> str:
     from flows.synth import synthesize_resource
 
     from . import population
-    from .dataflow.storage import filesystem, join_url
+    from .dataflow.storage import exists, filesystem, join_url
     from .dataflow.synth import read_synth_metadata
 
     url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}")
     fs, path = filesystem(url, storage_options)
-    if fs.exists(path):
+    if exists(fs, path, where=url):
         read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
     model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
@@ -734,14 +734,36 @@ URL_OPTIONS = {
 }  # fmt: skip
 
 
-def _refuse_credentials_in_urls(args) -> None:
-    from .redaction import refuse_credentials
-
+def _url_options(args):
+    """(option, URL) of every URL option given on the command line."""
     for dest, option in URL_OPTIONS.items():
         values = getattr(args, dest, None)
         for value in values if isinstance(values, list) else [values]:
             if isinstance(value, str):
-                refuse_credentials(value.partition("=")[2] if dest == "systems" else value, what=option)
+                yield option, value.partition("=")[2] if dest == "systems" else value
+
+
+def _refuse_credentials_in_urls(args) -> None:
+    from .redaction import refuse_credentials
+
+    for option, url in _url_options(args):
+        refuse_credentials(url, what=option)
+
+
+def _check_stores_answer(args) -> None:
+    """Ask every remote store named on the command line once, within a bounded time.
+
+    A store that cannot be reached when the command starts is a wrong endpoint or a server that
+    is down: refused at once (exit 2), where a flow would retry it for minutes. A store that goes
+    away during a run is retried by the flows.
+    """
+    if args.command == "release":  # nothing is read or written: the event carries URLs only
+        return
+    from .dataflow.storage import check_reachable
+
+    options = _json_object_option(getattr(args, "storage_options", None), option="--storage-options")
+    for url in dict.fromkeys(url for option, url in _url_options(args) if option != "--api-url" and "://" in url):
+        check_reachable(url, storage_options=options)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -757,6 +779,7 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         _refuse_credentials_in_urls(args)
+        _check_stores_answer(args)
         return int(args.handler(args) or EXIT_OK)
     except AwaitingLabels as exc:
         print(f"prdist: {exc}", file=sys.stderr)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -159,3 +161,183 @@ def test_an_endpoint_url_with_credentials_is_refused(options):
                                  "file:///data/kb", "simplecache::s3://bucket/kb", "relative/with:colon"])
 def test_urls_without_credentials_pass(url):
     assert refuse_credentials(url) == url
+
+
+# --------------------------------------------------------------------------------------------
+# Network waits: refused, silent and slow endpoints, on loopback
+
+
+class Endpoint:
+    """A loopback TCP endpoint that misbehaves in one way; ``url`` is its http:// address.
+
+    - ``refused``: nothing listens on the port;
+    - ``silent``: connections are accepted and never answered;
+    - ``dribbling``: an answer starts and never ends (a header growing by one byte every 0.2 s),
+      so no single read waits long enough for a read timeout;
+    - ``slow``: a proxy to ``upstream`` that holds every answer back for ``delay`` seconds.
+    """
+
+    def __init__(self, kind: str, upstream: str | None = None, delay: float = 0.0):
+        import socket
+        import threading
+
+        self.kind, self.delay, self.closed = kind, delay, threading.Event()
+        self.upstream = upstream
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.connections = []
+        if kind == "refused":
+            self.sock.close()
+            return
+        self.sock.listen(64)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections.append(conn)
+            if self.kind != "silent":
+                threading.Thread(target=getattr(self, f"_{self.kind}"), args=(conn,), daemon=True).start()
+
+    def _dribbling(self, conn):
+        conn.recv(65536)
+        try:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")  # a header that never ends
+            while not self.closed.wait(0.2):
+                conn.sendall(b"a")
+        except OSError:
+            pass
+
+    def _slow(self, conn):
+        import socket
+        import threading
+        from urllib.parse import urlsplit
+
+        host, port = urlsplit(self.upstream).hostname, urlsplit(self.upstream).port
+        upstream = socket.create_connection((host, port))
+        self.connections.append(upstream)
+
+        def pump(src, dst, delay):
+            try:
+                while data := src.recv(65536):
+                    if delay:
+                        time.sleep(delay)
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    with contextlib.suppress(OSError):
+                        s.shutdown(socket.SHUT_RDWR)
+
+        threading.Thread(target=pump, args=(conn, upstream, 0.0), daemon=True).start()
+        pump(upstream, conn, self.delay)
+
+    def close(self):
+        self.closed.set()
+        for conn in [self.sock, *self.connections]:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
+@pytest.fixture
+def endpoint():
+    made = []
+
+    def make(kind, **kwargs):
+        made.append(Endpoint(kind, **kwargs))
+        return made[-1]
+
+    yield make
+    for e in made:
+        e.close()
+
+
+@pytest.fixture
+def short_network_bounds(monkeypatch):
+    """Timeouts of a second or so, so that a test of a silent endpoint takes seconds."""
+    from prdist.dataflow import storage
+
+    monkeypatch.setattr(storage, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(storage, "READ_TIMEOUT", 1.0)
+    monkeypatch.setattr(storage, "S3_ATTEMPTS", 1)
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    yield 2.0  # the bound of one reachability check
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+NETWORK_CASES = [(c, a) for c, a in URL_CASES if c != "release"]
+
+
+@pytest.mark.parametrize("kind", ["refused", "silent", "dribbling"])
+@pytest.mark.parametrize("command, action", NETWORK_CASES, ids=[f"{c}-{a.dest}" for c, a in NETWORK_CASES])
+def test_every_s3_option_gives_up_on_a_bad_endpoint_within_a_bound(command, action, kind, endpoint, short_network_bounds, tmp_path,
+                                                                 monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = endpoint(kind)
+    options = json.dumps({"key": "k", "secret": "s", "endpoint_url": bad.url})
+    argv = [*_hostile_argv(command, action, "s3://bucket/there"), "--storage-options", options]
+    started = time.monotonic()
+    assert_refused(argv, says=["cannot reach" if kind != "refused" else "cannot", "s3://bucket/there",
+                               "endpoint", "server is running"], watched=[tmp_path])
+    elapsed = time.monotonic() - started
+    assert elapsed < short_network_bounds + 4, f"gave up after {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("kind", ["refused", "silent", "dribbling"])
+def test_an_http_resource_on_a_bad_endpoint_is_given_up_within_a_bound(kind, endpoint, short_network_bounds, tmp_path):
+    bad = endpoint(kind)
+    started = time.monotonic()
+    assert_refused(["run", "--resource", f"{bad.url}/kb/part-0.parquet", "--out", str(tmp_path / "runs")],
+                   says=["cannot", "endpoint"], watched=[tmp_path])
+    assert time.monotonic() - started < short_network_bounds + 4
+
+
+@pytest.mark.parametrize("kind", ["refused", "silent"])
+@pytest.mark.parametrize("store", ["s3://bucket/store", "s3://bucket"])
+def test_an_unreachable_label_store_is_an_error_never_an_empty_store(kind, store, endpoint, short_network_bounds):
+    from prdist.dataflow.storage import StorageUnavailable
+
+    bad = endpoint(kind)
+    started = time.monotonic()
+    with pytest.raises(StorageUnavailable, match="cannot be reached or does not answer"):
+        lookup_labels(store, [1, 2, 3], storage_options={"key": "k", "secret": "s", "endpoint_url": bad.url})
+    # s3fs's own loop (5 tries) times botocore's attempts, each bounded by the read timeout.
+    assert time.monotonic() - started < 5 * short_network_bounds + 5
+
+
+def test_every_s3_filesystem_has_timeouts_and_bounded_retries():
+    from prdist.dataflow import storage
+
+    fs = resolve("s3://bucket/kb", storage_options={"anon": True}).fs
+    config = fs._prepare_config_kwargs()
+    assert config["connect_timeout"] == storage.CONNECT_TIMEOUT and config["read_timeout"] == storage.READ_TIMEOUT
+    assert config["retries"] == {"total_max_attempts": storage.S3_ATTEMPTS, "mode": "standard"}
+    # What the user sets wins.
+    mine = resolve("s3://bucket/kb", storage_options={"anon": True, "config_kwargs": {"read_timeout": 99}}).fs
+    assert mine._prepare_config_kwargs()["read_timeout"] == 99
+    http = resolve("https://example.org/kb.parquet").fs
+    assert http.client_kwargs["timeout"].sock_read == storage.READ_TIMEOUT
+
+
+def test_a_slow_store_that_answers_within_the_timeouts_works(s3_server, s3_url, endpoint, tmp_path, monkeypatch):
+    from prdist.dataflow import storage
+
+    monkeypatch.setattr(storage, "READ_TIMEOUT", 2.0)
+    slow = endpoint("slow", upstream=s3_server.endpoint_url, delay=0.5)
+    options = {**s3_server.storage_options, "endpoint_url": slow.url}
+    labels = tmp_path / "labels.csv"
+    labels.write_text("key,label\n1,1\n2,0\n")
+    code, out, err = cli("labels", "import", "--store", f"{s3_url}/store", str(labels), "--storage-options", json.dumps(options))
+    assert code == 0, err
+    found = lookup_labels(f"{s3_url}/store", [1, 2, 3], storage_options=options)
+    assert found.labels.tolist()[:2] == [1.0, 0.0] and found.missing == 1

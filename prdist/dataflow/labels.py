@@ -27,7 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
-from .storage import filesystem, join_url, publish, resolve, write_bytes_exclusive
+from .storage import exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
 
 __all__ = [
     "LabelLookup",
@@ -101,7 +101,7 @@ def read_label_file(url: str, *, storage_options=None) -> pd.DataFrame:
         raise InputError(
             f"Label file {url!r} has an unknown format {suffix or '(no extension)'!r}; use .csv, .jsonl or .parquet."
         )
-    if not fs.exists(path):
+    if not exists(fs, path, where=url):
         raise InputError(f"Label file {url!r} does not exist. Check the path.")
     try:
         with fs.open(path, "rb") as fh:
@@ -249,9 +249,11 @@ def lookup_labels(store: str | None, keys, *, storage_options=None) -> LabelLook
     if store is None:
         return empty
     fs, path = filesystem(store, storage_options)
-    if not fs.exists(path):
+    # Only a store that is certainly absent holds no labels: an outage must never read as "no labels".
+    if not exists(fs, path, where=store):
         return empty
-    files = sorted(f for f in fs.find(path) if f.endswith(".parquet"))
+    with storage_errors(store, action="list"):
+        files = sorted(f for f in fs.find(path) if f.endswith(".parquet"))
     if not files:
         return empty
     try:
@@ -298,12 +300,12 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None) -> in
     """
     fs, task_path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
     run_fs, manifest = filesystem(join_url(run_dir, "manifest.json"), storage_options)
-    if not run_fs.exists(manifest):
+    if not exists(run_fs, manifest, where=run_dir):
         raise InputError(f"{run_dir!r} is not a committed run directory (no manifest.json). Name a directory printed by 'prdist run'.")
     suffix = PurePosixPath(out).suffix.lower()
     if suffix not in (".csv", ".jsonl", ".parquet"):
         raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl or .parquet.")
-    if fs.exists(task_path):
+    if exists(fs, task_path, where=run_dir):
         with fs.open(task_path, "rb") as fh:
             task = pd.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
     else:

@@ -21,7 +21,7 @@ from .labels import export_annotation_task
 from .extract import extract_ranks
 from .parquet import Resource, open_resource
 from .select import select_ranks
-from .storage import filesystem, write_parquet
+from .storage import exists, filesystem, write_parquet
 
 __all__ = ["exact_precision", "extract_items", "open_for_run", "read_items", "summary_markdown", "write_run"]
 
@@ -40,7 +40,7 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str
     finds it and skips this expensive pass.
     """
     fs, path = filesystem(staging, resource.storage_options)
-    if fs.exists(path):
+    if exists(fs, path, where=staging):
         return staging
     started = time.perf_counter()
     # Every other column comes along, so an annotator sees the whole item.
