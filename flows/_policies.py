@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 from pydantic import SecretStr
 
-from prdist.dataflow.storage import StorageUnavailable
+from prdist.dataflow.storage import StorageUnavailable, is_permanent
 from prdist.errors import PrdistError
 
 
@@ -25,6 +25,8 @@ def transient(task, task_run, state) -> bool:
         return True
     except PrdistError:
         return False
+    except OSError as exc:
+        return not is_permanent(exc)  # a permission or a read-only disk does not fix itself
     except Exception:
         return True
     return False

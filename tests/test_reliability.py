@@ -17,6 +17,7 @@ Every refusal goes through the command line in-process and asserts the exit-2 co
 from __future__ import annotations
 
 import argparse
+import re
 import asyncio
 import contextlib
 import json
@@ -341,3 +342,251 @@ def test_a_slow_store_that_answers_within_the_timeouts_works(s3_server, s3_url, 
     assert code == 0, err
     found = lookup_labels(f"{s3_url}/store", [1, 2, 3], storage_options=options)
     assert found.labels.tolist()[:2] == [1.0, 0.0] and found.missing == 1
+
+
+# --------------------------------------------------------------------------------------------
+# File arguments: directories, FIFOs, symbolic links, unreadable and read-only locations
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    """Make FIFOs; a writer comes after 20 s, so that a regression fails instead of hanging."""
+    import os
+    import threading
+
+    made = []
+
+    def make(path):
+        os.mkfifo(path)
+        made.append(path)
+
+        def unblock():
+            time.sleep(20)
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                os.write(fd, b"not,a,label,file\n")
+                os.close(fd)
+
+        threading.Thread(target=unblock, daemon=True).start()
+        return path
+
+    return make
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A directory nothing can be written into: a read-only mount (root), or mode 0555."""
+    import os
+    import subprocess
+
+    path = tmp_path / "read-only"
+    path.mkdir()
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        yield path
+        path.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(path)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root cannot mount a read-only filesystem here: {mounted.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+@contextlib.contextmanager
+def unprivileged():
+    """Run the block as user 'nobody' (when root: file modes do not stop root)."""
+    import os
+
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
+def _world_dir():
+    """A directory 'nobody' can reach (pytest's tmp_path is private to root)."""
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp(prefix="prdist-world-"))
+    path.chmod(0o755)
+    return path
+
+
+def _labels_csv(path):
+    path.write_text("key,label\n1,1\n4,0\n")
+    return path
+
+
+def _small_resource(root, files=1, columns=None):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        keys = np.arange(i * 100, (i + 1) * 100)
+        table = {"key": keys, "score": np.linspace(1, 0, 100) - i, "label": (keys % 3 == 0).astype("int8")}
+        table.update(columns(i) if columns else {})
+        pq.write_table(pa.table(table), root / f"part-{i}.parquet")
+    return root
+
+
+def test_a_label_file_that_is_a_fifo_or_a_directory_is_refused_at_once(tmp_path, fifo):
+    store = tmp_path / "store"
+    (tmp_path / "labels-dir.csv").mkdir()
+    fifo(str(tmp_path / "labels.csv"))
+    for bad, says in ((tmp_path / "labels.csv", "is a fifo, not a regular file"),
+                      (tmp_path / "labels-dir.csv", "is a directory where a file was expected")):
+        started = time.monotonic()
+        assert_refused(["labels", "import", "--store", str(store), str(bad)], says=[says, "label file"], watched=[tmp_path])
+        assert time.monotonic() - started < 10
+        with pytest.raises(InputError, match="not a regular file|is a directory"):
+            read_label_file(str(bad))  # also compare's --exhaustive file
+    assert not store.exists()
+
+
+def test_a_symlinked_label_file_is_followed_and_a_broken_one_refused(tmp_path):
+    import os
+
+    real = _labels_csv(tmp_path / "real.csv")
+    os.symlink(real, tmp_path / "link.csv")
+    os.symlink(tmp_path / "nowhere.csv", tmp_path / "broken.csv")
+    assert read_label_file(str(tmp_path / "link.csv"))["key"].tolist() == ["1", "4"]
+    assert_refused(["labels", "import", "--store", str(tmp_path / "store"), str(tmp_path / "broken.csv")],
+                   says=["broken symbolic link"], watched=[tmp_path])
+
+
+def test_an_annotation_file_that_is_a_fifo_or_a_directory_is_refused(tmp_path, fifo):
+    from prdist.dataflow.labels import write_annotation_file
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text("{}")
+    (tmp_path / "task.csv").mkdir()
+    fifo(str(tmp_path / "task.jsonl"))
+    for out, says in ((tmp_path / "task.csv", "is a directory"), (tmp_path / "task.jsonl", "is a fifo")):
+        assert_refused(["labels", "export", "--run", str(run), "--out", str(out)], says=[says, "annotation file"], watched=[run])
+        with pytest.raises(InputError):
+            write_annotation_file(str(run), str(out))
+
+
+def test_symlinked_parquet_files_and_directories_are_followed(tmp_path):
+    import os
+
+    plain = _small_resource(tmp_path / "plain", files=3)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    os.symlink(plain / "part-0.parquet", linked / "part-0.parquet")  # a linked file
+    (linked / "more").mkdir()
+    os.symlink(plain / "part-1.parquet", linked / "more" / "part-1.parquet")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(plain / "part-2.parquet", elsewhere / "part-2.parquet")
+    os.symlink(elsewhere, linked / "sub")  # a linked directory
+    os.symlink(linked, tmp_path / "root-link")  # the resource itself a link
+    reference = open_resource(str(plain))
+    for url in (linked, tmp_path / "root-link"):
+        resource = open_resource(str(url))
+        assert resource.n == reference.n == 300 and len(resource.files) == 3
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("broken-link", "broken symbolic link"),
+    ("fifo-part", "is a fifo, not a regular file"),
+    ("same-file-twice", "are one file"),
+    ("link-loop", "are one (symbolic links lead there twice, or loop)"),
+    ("fifo-resource", "is a fifo, not a regular file"),
+])
+def test_parquet_files_that_cannot_be_read_as_they_are_named_are_refused(damage, says, tmp_path, fifo, dask_client):
+    import os
+
+    root = _small_resource(tmp_path / "resource", files=2)
+    if damage == "broken-link":
+        os.symlink(tmp_path / "gone.parquet", root / "part-9.parquet")
+    elif damage == "fifo-part":
+        fifo(str(root / "part-9.parquet"))
+    elif damage == "same-file-twice":
+        os.symlink(root / "part-0.parquet", root / "part-9.parquet")
+    elif damage == "link-loop":
+        os.symlink(root, root / "again")
+    else:
+        root = tmp_path / "resource.parquet"
+        fifo(str(root))
+    started = time.monotonic()
+    assert_refused(["run", "--resource", str(root), "--out", str(tmp_path / "runs"), "--oracle-column", "label",
+                    "--scheduler", dask_client.scheduler.address], says=[says], watched=[tmp_path])
+    assert time.monotonic() - started < 30, "not refused at once"
+    with pytest.raises(InputError, match="(?i)" + re.escape(says)):
+        open_resource(str(root))
+
+
+def test_files_with_different_columns_are_refused_at_once_naming_file_and_column(tmp_path, dask_client):
+    from prdist.errors import DataError
+
+    root = _small_resource(tmp_path / "resource", files=2, columns=lambda i: {"text": [f"t{k}" for k in range(100)]} if i == 0 else {})
+    started = time.monotonic()
+    assert_refused(["run", "--resource", str(root), "--out", str(tmp_path / "runs"), "--oracle-column", "label",
+                    "--scheduler", dask_client.scheduler.address],
+                   says=["part-1.parquet lacks the column 'text'", "part-0.parquet has", "same columns"], watched=[tmp_path])
+    assert time.monotonic() - started < 30, "retried"
+    with pytest.raises(DataError, match="lacks the column 'text'"):
+        open_resource(str(root))
+    typed = _small_resource(tmp_path / "typed", files=2, columns=lambda i: {"text": [f"t{k}" if i == 0 else k for k in range(100)]})
+    with pytest.raises(DataError, match="The column 'text' is int64 in .*part-1.parquet and string"):
+        open_resource(str(typed))
+
+
+def test_a_read_only_label_store_and_output_are_refused_at_once(tmp_path, read_only_dir, dask_client):
+    labels = _labels_csv(tmp_path / "labels.csv")
+    started = time.monotonic()
+    assert_refused(["labels", "import", "--store", str(read_only_dir / "store"), str(labels)],
+                   says=["cannot write", "read-only" if _is_mount(read_only_dir) else "permission denied"], watched=[tmp_path])
+    resource = _small_resource(tmp_path / "resource")
+    assert_refused(["run", "--resource", str(resource), "--out", str(read_only_dir / "runs"), "--oracle-column", "label",
+                    "--scheduler", dask_client.scheduler.address],
+                   says=["cannot write", "read-only" if _is_mount(read_only_dir) else "permission denied"], watched=[tmp_path])
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text("{}")
+    assert_refused(["labels", "export", "--run", str(run), "--out", str(read_only_dir / "task.csv")],
+                   says=["cannot write"], watched=[tmp_path])
+    assert time.monotonic() - started < 60, "retried"
+
+
+def _is_mount(path) -> bool:
+    import os
+
+    return os.path.ismount(path)
+
+
+def test_unreadable_label_files_and_resources_are_refused_at_once():
+    world = _world_dir()
+    labels = _labels_csv(world / "labels.csv")
+    labels.chmod(0o000)
+    resource = _small_resource(world / "resource", files=2)
+    (resource / "part-1.parquet").chmod(0o000)
+    hidden = _small_resource(world / "hidden", files=1)
+    (hidden / "inner").mkdir()
+    (hidden / "inner").chmod(0o000)
+    store = world / "store"
+    store.mkdir()
+    store.chmod(0o777)
+    with unprivileged():
+        code, out, err = cli("labels", "import", "--store", str(store), str(labels))
+        with pytest.raises(InputError, match="permission denied") as opened:
+            open_resource(str(resource))
+        with pytest.raises(InputError, match="permission denied") as listed:
+            open_resource(str(hidden))
+    assert code == 2 and err.startswith("prdist: error: ") and "permission denied" in err and len(err.splitlines()) == 1, err
+    assert "part-1.parquet" in str(opened.value) and "hidden" in str(listed.value)
+    assert not list(store.iterdir())

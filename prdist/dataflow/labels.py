@@ -27,7 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
-from .storage import exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
+from .storage import check_regular_file, exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
 
 __all__ = [
     "LabelLookup",
@@ -101,10 +101,10 @@ def read_label_file(url: str, *, storage_options=None) -> pd.DataFrame:
         raise InputError(
             f"Label file {url!r} has an unknown format {suffix or '(no extension)'!r}; use .csv, .jsonl or .parquet."
         )
-    if not exists(fs, path, where=url):
+    if check_regular_file(fs, path, where=url, role="label file") is None:
         raise InputError(f"Label file {url!r} does not exist. Check the path.")
     try:
-        with fs.open(path, "rb") as fh:
+        with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
             frame = readers[suffix](fh)
     except (ValueError, pa.ArrowException, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"Label file {url!r} could not be read as {suffix[1:].upper()}: {exc}. Check its format.") from None
@@ -257,10 +257,11 @@ def lookup_labels(store: str | None, keys, *, storage_options=None) -> LabelLook
     if not files:
         return empty
     try:
-        dataset = ds.dataset(files, schema=STORE_SCHEMA, format="parquet", filesystem=fs)
-        found = dataset.to_table(
-            columns=["key", "label", "time"], filter=ds.field("key").isin(pa.array(wanted.to_numpy(), pa.string()))
-        ).to_pandas()
+        with storage_errors(store, action="read"):
+            dataset = ds.dataset(files, schema=STORE_SCHEMA, format="parquet", filesystem=fs)
+            found = dataset.to_table(
+                columns=["key", "label", "time"], filter=ds.field("key").isin(pa.array(wanted.to_numpy(), pa.string()))
+            ).to_pandas()
     except pa.ArrowException as exc:
         raise DataError(f"The label store {store!r} holds an unreadable file ({exc}). Move the damaged file aside.") from None
     if found.empty:
@@ -318,5 +319,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None) -> in
         else:
             pq.write_table(pa.Table.from_pandas(task.astype({"label": "string"}), preserve_index=False), fh)
 
-    publish(resolve(out, storage_options=storage_options), write, exclusive=False)  # whole or not at all
+    target = resolve(out, storage_options=storage_options)
+    check_regular_file(target.fs, target.path, where=target, role="annotation file")  # replaced only if a file
+    publish(target, write, exclusive=False)  # whole or not at all
     return len(task)

@@ -28,6 +28,7 @@ import errno
 import json
 import os
 import posixpath
+import stat
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
@@ -46,6 +47,8 @@ __all__ = [
     "CONNECT_TIMEOUT",
     "READ_TIMEOUT",
     "check_reachable",
+    "check_regular_file",
+    "is_permanent",
     "dataset_publication",
     "exists",
     "filesystem",
@@ -435,6 +438,56 @@ def exists(fs, path: str, *, where) -> bool:
     (True, False)
     """
     return info_or_none(fs, path, where=where) is not None
+
+
+def check_regular_file(fs, path: str, *, where, role: str = "file") -> dict | None:
+    """The ``info`` of ``path`` if it is a regular file (symbolic links followed), None if absent.
+
+    A directory, a FIFO, a socket or a device where a file is expected is refused with one line
+    (``role`` names it: "label file", "output file"), before anything opens it: opening a FIFO
+    would block until a writer comes, for ever.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> os.mkfifo(os.path.join(d, "labels.csv"))
+    >>> fs, path = filesystem(os.path.join(d, "labels.csv"))
+    >>> try:
+    ...     check_regular_file(fs, path, where=path, role="label file")
+    ... except InputError as exc:
+    ...     print(str(exc).split(" is ")[-1])
+    a FIFO, not a regular file. Name a regular file.
+    """
+    display = where.url if isinstance(where, Location) else redact_url(where)
+    if isinstance(fs, LocalFileSystem):
+        with storage_errors(where, action="read"):
+            try:
+                mode = os.stat(path).st_mode  # follows symbolic links
+            except FileNotFoundError:
+                if os.path.islink(path):
+                    raise InputError(f"The {role} {display} is a broken symbolic link. Fix the link or name the real file.") from None
+                return None
+        if stat.S_ISDIR(mode):
+            raise InputError(f"The {role} {display} is a directory where a file was expected. Name the file, not its directory.")
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise InputError(f"The {role} {display} is {kind}, not a regular file. Name a regular file.")
+    info = info_or_none(fs, path, where=where)
+    if info is not None and info.get("type") == "directory":
+        raise InputError(f"The {role} {display} is a directory where a file was expected. Name the file, not its directory.")
+    return info
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """Whether an OS error names something retrying cannot fix (bad input, not an outage).
+
+    Permissions, read-only filesystems, a directory where a file is expected and the like stay
+    as they are; the flows do not retry them.
+    """
+    return isinstance(exc, (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError, FileExistsError)) or (
+        isinstance(exc, OSError) and exc.errno in _OS_ERRORS
+    )
 
 
 def check_reachable(url, *, storage_options=None) -> Location:
