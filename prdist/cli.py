@@ -8,9 +8,11 @@ to exit codes once, here: 2 for bad input (one line on stderr naming the problem
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 
@@ -26,17 +28,33 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message}. Run '{self.prog} --help' for usage.")
 
 
-class _OneLineForPrdistErrors(logging.Filter):
-    """Drop the traceback Prefect's console log attaches to a flow failing with a prdist error.
+@functools.cache
+def _names_a_prdist_error() -> re.Pattern:
+    """Prefect's state messages name the exception ("... encountered an exception DataError: ...");
+    this matches every prdist error class loaded by then (the filter runs once flows are imported)."""
+    found, todo = set(), [PrdistError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return re.compile(r"exception:? (%s)\b" % "|".join(sorted(found)))
 
-    Such an error is the user's to fix and main() prints it as one line; the traceback stays in
-    the flow run's logs on the Prefect server (the API handler sees the record first), and
-    ``--debug`` keeps it on the console too.
+
+class _OneLineForPrdistErrors(logging.Filter):
+    """Keep Prefect's console records of a prdist error (task, flow, traceback) off the console.
+
+    Such an error is the user's to fix and main() prints it as one line, once; the records stay
+    in the flow run's logs on the Prefect server (the API handler sees them first), and
+    ``--debug`` keeps them on the console too.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # A prdist error is printed once, by main(), in the command line's terms: the task's and
+        # the flow's records of it (with or without a traceback) stay on the Prefect server.
         if record.exc_info and isinstance(record.exc_info[1], PrdistError):
-            record.exc_info = record.exc_text = None
+            return False
+        if record.name.startswith("prefect") and _names_a_prdist_error().search(record.getMessage()):
+            return False
         # s3fs caches its clients; closing one that an earlier event loop created makes
         # aiobotocore log "Task exception was never retrieved" at garbage collection. It is
         # cleanup noise, never a failure of the run, so the console does not show it.

@@ -590,3 +590,16 @@ def test_unreadable_label_files_and_resources_are_refused_at_once():
     assert code == 2 and err.startswith("prdist: error: ") and "permission denied" in err and len(err.splitlines()) == 1, err
     assert "part-1.parquet" in str(opened.value) and "hidden" in str(listed.value)
     assert not list(store.iterdir())
+
+
+# --------------------------------------------------------------------------------------------
+# One message, in the command line's terms
+
+
+def test_a_flow_error_is_said_once_in_the_command_lines_terms(tmp_path, dask_client):
+    root = _small_resource(tmp_path / "resource")
+    code, out, err = cli("run", "--resource", str(root), "--out", str(tmp_path / "runs"), "--key", "id",
+                         "--oracle-column", "label", "--scheduler", dask_client.scheduler.address)
+    assert code == 2, err
+    assert err.count("has no key column 'id'") == 1, err  # not repeated by Prefect's task and flow logs
+    assert "--key" in err and "key=" not in err

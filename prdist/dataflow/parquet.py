@@ -442,13 +442,18 @@ def _finite_or_none(value):
     return None if math.isnan(value) else value
 
 
+#: How each column role is named on the command line and in the API, for messages read by both.
+_ROLE_OPTIONS = {"key": ("--key", "key"), "score": ("--score", "score"), "label": ("--oracle-column", "label")}
+
+
 def _validate_schema(schema: pa.Schema, display: str, *, key: str, score: str, label: str | None) -> str:
     names = schema.names
     for role, name in (("key", key), ("score", score), ("label", label)):
         if name is not None and name not in names:
+            flag, parameter = _ROLE_OPTIONS[role]
             raise DataError(
                 f"{display} has no {role} column {name!r} (columns: {', '.join(names)}). Name the "
-                f"right column with the {role}= option, or add it."
+                f"right column with {flag} (the {parameter!r} parameter in Python), or add it."
             )
     kind = _key_kind(schema.field(key).type)
     if kind is None:
