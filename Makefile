@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 UV_VERSION := 0.13.9
 STAMP  := $(VENV)/.installed
+# Label Studio (a test server only) pins other versions of prefect and pyarrow than prdist's:
+# it lives in its own environment, started as a process by the tests' label_studio fixture.
+LS_VENV  := .venv-label-studio
+LS_STAMP := $(LS_VENV)/.installed
 
 .PHONY: demo test test-fast test-all lock clean bench-env
 
@@ -13,24 +17,30 @@ $(STAMP): pyproject.toml requirements.lock
 	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e .
 	touch $(STAMP)
 
+$(LS_STAMP): tests/label_studio/requirements.lock $(STAMP)
+	$(PYTHON) -m venv $(LS_VENV)
+	$(VENV)/bin/uv pip sync --quiet --python $(LS_VENV)/bin/python tests/label_studio/requirements.lock
+	touch $(LS_STAMP)
+
 ## demo: the main job on embedded defaults (synthetic resource, local everything)
 demo: $(STAMP)
 	$(VENV)/bin/prdist run
 
 ## test: the whole default suite (slow statistical tests included when CI=true)
-test: $(STAMP)
+test: $(STAMP) $(LS_STAMP)
 	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest $(if $(CI),,-m "not slow") -q
 
 ## test-all: every test, slow ones included
-test-all: $(STAMP)
+test-all: $(STAMP) $(LS_STAMP)
 	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest -q
 
 ## lock: re-resolve requirements.lock from pyproject.toml (needs the registry)
 lock:
 	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 --extra test pyproject.toml -o requirements.lock
+	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 tests/label_studio/requirements.in -o tests/label_studio/requirements.lock
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LS_VENV) .pytest_cache .hypothesis
 
 ## bench-env: the benchmark peers (Polars, DuckDB) in their own environment, never the product's
 BENCH_VENV := .venv-bench

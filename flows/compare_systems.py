@@ -16,6 +16,7 @@ from pydantic import SecretStr
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, unsealed
 from prdist.dataflow import compare as cmp
 from prdist.dataflow.artifacts import RunOutcome
+from prdist.dataflow.unjudged import estimate_labeled
 from prdist.dataflow.cluster import dask_client
 from prdist.importance import SamplingDistribution
 
@@ -37,13 +38,13 @@ def sample_task(systems, params: cmp.CompareParams, exhaustive, scheduler: str |
 
 
 @task(**IO_RETRIES)
-def labels_task(drawn, store: str | None, storage_options: dict | None):
-    return cmp.attach_labels(drawn, store, storage_options=storage_options)
+def labels_task(drawn, store: str | None, storage_options: dict | None, rule: str = "majority"):
+    return cmp.attach_labels(drawn, store, storage_options=storage_options, rule=rule)
 
 
 @task(**IN_MEMORY)
 def estimate_task(labeled, drawn, params: cmp.CompareParams):
-    return cmp.estimate_systems(labeled.sample, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
+    return estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
 
 
 @task(**IO_RETRIES)
@@ -99,6 +100,7 @@ def compare_systems(
     storage_options: dict | SecretStr | None = None,
     key: str = "key",
     score: str = "score",
+    aggregate: str = "majority",
 ) -> str:
     """Compare the systems ``{name: Parquet URL}`` under a total budget of draws; return the run directory.
 
@@ -116,7 +118,7 @@ def compare_systems(
     if exhaustive is not None:
         sample_of = exhaustive_task(exhaustive, opened[0].resource.key_kind, storage_options)
     drawn = sample_task(opened, params, sample_of, scheduler)
-    labeled = labels_task(drawn, labels, storage_options)
+    labeled = labels_task(drawn, labels, storage_options, aggregate)
     estimates = estimate_task(labeled, drawn, params) if labeled.missing == 0 else None
     outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, storage_options)
     return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-comparison", waiting_for="drawn items")

@@ -48,7 +48,8 @@ def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: st
     from prdist.dataflow.run import read_items
 
     items = read_items(items_url, resource)
-    return items, ev.resolve_labels(items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options)
+    return items, ev.resolve_labels(items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options,
+                                    rule=params.aggregate)
 
 
 @task(**IN_MEMORY)
@@ -57,11 +58,12 @@ def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.Evalu
 
 
 @task(**IN_MEMORY)
-def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.EvaluationParams, scheduler: str | None):
+def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.EvaluationParams, scheduler: str | None,
+               settled: np.ndarray | None = None):
     if planned.in_band_arm is None:
         return None
     with dask_client(scheduler) as client:
-        return ev.bands(planned, items, labels, params, client=client)
+        return ev.bands(planned, items, labels, params, client=client, settled=settled)
 
 
 @task(**IO_RETRIES)
@@ -91,6 +93,7 @@ def evaluate_release(
     storage_options: dict | SecretStr | None = None,
     key: str = "key",
     score: str = "score",
+    aggregate: str = "majority",
 ) -> str:
     """Evaluate the resource at ``resource`` and write one run directory under ``out``.
 
@@ -100,14 +103,14 @@ def evaluate_release(
     """
     params = ev.EvaluationParams(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
-        seed=seed, oracle_column=oracle_column, bands=bands,
+        seed=seed, oracle_column=oracle_column, bands=bands, aggregate=aggregate,
     )
     res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
     planned = plan_task(res.n, params)
     items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
     items, resolution = labels_task(items_url, res, params, labels)
     est = estimate_task(planned, resolution.labels, params)
-    pr_bands = bands_task(planned, items, resolution.labels, params, scheduler)
+    pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
     # In simulation the truth is known: record the exact precision beside the bounds.
     exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
     outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact)

@@ -53,27 +53,28 @@ p^ to min_positives/n (30 expected positives) but no further than the largest p~
 expected ESS fraction >= 1/2, found by solving rho(p~)^(-n) = 1/2 (a quadratic in p~). For samples
 with many positives p~ = p^ and the weights are all equal.
 
-**Speed.** The bands need, per replicate and recall level, only the order statistic
-k = n*+ - floor(beta n*+) of the positive bootstrap scores (the threshold G*^-1(1 - beta)) and the
-number of negative bootstrap scores above it. No Python loop runs over items: replicates are drawn
-as rows of a 2-d array (one generator call per class for a chunk of replicates), each row is
-sorted once, the thresholds are a gather and the negatives above them one binary search per row.
-Smoothing noise breaks the order of a resample, so a smoothed replicate costs n normal draws and
-a sort of n scores; that is the floor of Algorithm 1 as written. The normals come from a
-Box-Muller transform with SIMD trigonometry (:func:`_normal`), twice as fast as numpy's
-ziggurat, which would otherwise be half the cost of a replicate; and the draws are made in
-float32, which halves the memory traffic and the sort, whenever the rounding is under 1/16000
-of the bandwidth (:func:`smoothed_draw_dtype`; otherwise float64). Without smoothing no sort is
-needed at all: the multinomial counts of a resample over the once-sorted classes (a histogram of
-the drawn indices) and their cumulative sums give the order statistics and the counts in O(n).
+**Speed.** The bands need, per replicate and recall level, only the order statistic of rank
+r = n*+ - floor(beta n*+) of the positive bootstrap scores (the threshold G*^-1(1 - beta)) and the
+number of negative bootstrap scores above it: k + 1 numbers, not a sample. They are drawn
+directly, exactly in law, without drawing, smoothing or sorting a single item
+(:func:`_draw_false_positives`): n*+ i.i.d. draws from the positives' resampling law F+ have the
+order statistics F+^-1(U_(r)), and the uniform order statistics U_(r) at k ranks are ratios of
+sums of k + 1 independent Gamma variables; the negatives, independent of them, fall into the
+k + 1 cells cut by the thresholds with multinomial counts. A replicate therefore costs O(k)
+random numbers (tens of microseconds) whatever n. The resampling law of a class is its
+empirical distribution (:class:`EmpiricalLaw`, exact) or, smoothed, that distribution convolved
+with N(0, h^2) (:class:`SmoothedLaw`): a table built once in O(n + nodes) whose error is at most
+phi(1) / (4 R^2) in every probability, R nodes per bandwidth chosen so that no expected count of
+a replicate moves by more than a thousandth of an item: the bands move by far less than 1 % of
+their width (the derivation is in :class:`SmoothedLaw`).
 
-**Determinism.** Replicates are grouped into batches whose sizes depend only on (replicates, n)
+**Determinism.** Replicates are grouped into batches whose sizes depend only on ``replicates``
 (:func:`replicate_batch_sizes`); batch i draws from child i of
 ``numpy.random.SeedSequence(seed).spawn(k)``. The result is therefore bit-for-bit the same whether
-the batches run in this process or on any number of Dask workers (``client=``, see
-:mod:`prdist.dataflow.bands`), on one platform: workers on CPUs with other SIMD extensions or with
-other numpy builds may round the logarithm and trigonometry of the smoothing noise differently in
-the last bit.
+the batches run in this process or on any number of Dask workers (``map_batches``; the Dask one is
+:mod:`prdist.dataflow.bands`, reached as ``prdist.bootstrap_bands(..., client=client)``), on one
+platform: workers with other numpy builds may round the logarithms of the Gamma draws
+differently in the last bit.
 
 The normal-approximation columns (:func:`plugin_asymptotic_variance`) are a cross-check: the
 corrected asymptotic pointwise variance (Clémençon & Vayatis Eq. 9 as corrected by Hughes-Oliver)
@@ -84,13 +85,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import threading
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import signal, special
 
 from ._validation import check_choice, check_float, check_int
 from .curves import EmpiricalPR, as_recall_levels, floor_fraction_of
@@ -100,6 +100,7 @@ __all__ = [
     "METHODS",
     "BootstrapWarning",
     "BootstrapSetup",
+    "EmpiricalLaw",
     "ReplicateBatch",
     "BootstrapReplicates",
     "bootstrap_bands",
@@ -111,8 +112,9 @@ __all__ = [
     "recall_grid",
     "replicate_batch_sizes",
     "run_replicate_batch",
+    "SmoothedLaw",
+    "map_batches_in_process",
     "silverman_bandwidth",
-    "smoothed_draw_dtype",
     "weighted_quantile",
 ]
 
@@ -135,15 +137,20 @@ DEFAULT_MIN_ESS_FRACTION = 0.5
 SMALL_SAMPLE_POSITIVES = 20
 #: Fewer than this many effective replicates beyond the (1 - delta) quantile makes it unstable.
 MIN_TAIL_REPLICATES = 5
-#: Scores drawn per batch (replicates x n) stay under about this many (see replicate_batch_sizes).
-_BATCH_ELEMENTS = 1 << 22
-_MAX_BATCH_REPLICATES = 64
-#: Within a batch, replicates are drawn and evaluated in chunks of about this many scores
-#: (1 MB per float64 array), which keeps the working set in cache.
-_CHUNK_ELEMENTS = 1 << 17
-#: float32 draws when the score range is at most this many bandwidths: 3 x 2^-24 x 2^10 h
-#: = 2^-14 h, the largest rounding error (see smoothed_draw_dtype).
-_FLOAT32_MAX_RANGE = 1 << 10
+#: A batch (one Dask task) holds at most this many replicates: some 10 ms of work, which
+#: amortises a task's overhead (about a millisecond) (see replicate_batch_sizes).
+_MAX_BATCH_REPLICATES = 512
+#: Smoothed class laws are tabulated finely enough that n times their error bound is at most
+#: this many items (see SmoothedLaw) ...
+_COUNT_ERROR = 1e-3
+#: ... on at most this many nodes (8 MB per array).
+_MAX_TABLE_NODES = 1 << 20
+#: The Gaussian kernel is cut at this many bandwidths: Phi(-9) = 1e-19.
+_KERNEL_REACH = 9.0
+#: phi(1) = max |z phi(z)|, the largest slope of the standard normal density.
+_PHI_AT_ONE = math.exp(-0.5) / math.sqrt(2.0 * math.pi)
+#: The kernel density estimates of the normal cross-check work on chunks of this many values.
+_KDE_CHUNK_ELEMENTS = 1 << 17
 
 
 class BootstrapWarning(UserWarning):
@@ -301,27 +308,6 @@ def default_instrumental_rate(
     return min(target, cap)
 
 
-def smoothed_draw_dtype(half_range: float, bandwidth: float) -> type[np.floating]:
-    """Precision a smoothed replicate is drawn in: float32 when rounding is negligible.
-
-    A smoothed draw is (x - centre) + h z with |x - centre| <= ``half_range`` and |z| < 5.8
-    (:func:`_normal`). Evaluated in float32, it is off by at most a few units in the last place
-    of R = half_range + 6h, i.e. about 3 R 2^-24. float32 is chosen when that is at most
-    2^-14 h, so the kernel is perturbed by under 1/16000 of its own width (invisible against the
-    bootstrap's Monte Carlo noise); float32 halves the memory traffic and the sort, the two
-    costs of a smoothed replicate. Otherwise (scores spread over more than about a thousand
-    bandwidths, or h = 0) the draws stay in float64.
-
-    Examples
-    --------
-    >>> smoothed_draw_dtype(4.0, 0.1).__name__, smoothed_draw_dtype(4e3, 0.1).__name__
-    ('float32', 'float64')
-    """
-    if bandwidth > 0.0 and half_range + 6.0 * bandwidth <= bandwidth * _FLOAT32_MAX_RANGE:
-        return np.float32
-    return np.float64
-
-
 def recall_grid(eps_beta=DEFAULT_EPS_BETA, size=DEFAULT_GRID_SIZE) -> np.ndarray:
     """The default recall grid: ``size`` equally spaced levels on [eps_beta, 1 - eps_beta].
 
@@ -338,57 +324,166 @@ def recall_grid(eps_beta=DEFAULT_EPS_BETA, size=DEFAULT_GRID_SIZE) -> np.ndarray
     return np.linspace(eps_beta, 1.0 - eps_beta, size)
 
 
-def replicate_batch_sizes(replicates, n) -> tuple[int, ...]:
-    """Sizes of the seeded replicate batches: a function of (replicates, n) only.
+def replicate_batch_sizes(replicates) -> tuple[int, ...]:
+    """Sizes of the seeded replicate batches: a function of ``replicates`` only.
 
-    Batches hold at most about 2^22 drawn scores and 64 replicates: a batch is one Dask task,
-    and that many scores take some tens of milliseconds, enough to amortise a task's overhead
-    (about a millisecond) while leaving tens of tasks to share out. The number of batches is
-    the smallest multiple of 8 that respects both limits (or ``replicates``, if smaller), and
-    the replicates are spread over them as evenly as possible (sizes differ by at most one,
-    larger first): 1, 2, 4 or 8 workers then get equal shares that end together. Never depends
-    on the number of workers.
+    A batch is one Dask task; it holds at most 512 replicates (a replicate costs tens of
+    microseconds whatever the sample size, see :func:`run_replicate_batch`), which amortises a
+    task's overhead of about a millisecond. The number of batches is the smallest multiple of 8
+    within that limit (or ``replicates``, if smaller), and the replicates are spread over them as
+    evenly as possible (sizes differ by at most one, larger first): 1, 2, 4 or 8 workers then get
+    equal shares that end together. Never depends on the number of workers.
 
     Examples
     --------
-    >>> sizes = replicate_batch_sizes(1000, 100_000)
+    >>> replicate_batch_sizes(1000)
+    (125, 125, 125, 125, 125, 125, 125, 125)
+    >>> sizes = replicate_batch_sizes(10_000)
     >>> len(sizes), sizes[0], sizes[-1]
-    (32, 32, 31)
-    >>> replicate_batch_sizes(100, 1000)
-    (13, 13, 13, 13, 12, 12, 12, 12)
-    >>> replicate_batch_sizes(5, 10**8)
+    (24, 417, 416)
+    >>> replicate_batch_sizes(5)
     (1, 1, 1, 1, 1)
     """
     replicates = check_int(replicates, name="replicates", owner="replicate_batch_sizes", low=1)
-    n = check_int(n, name="n", owner="replicate_batch_sizes", low=1)
-    most = max(1, min(_MAX_BATCH_REPLICATES, _BATCH_ELEMENTS // n))
-    batches = min(replicates, -(-replicates // (8 * most)) * 8)
+    batches = min(replicates, -(-replicates // (8 * _MAX_BATCH_REPLICATES)) * 8)
     size, larger = divmod(replicates, batches)
     return (size + 1,) * larger + (size,) * (batches - larger)
 
 
 # --------------------------------------------------------------------------------------------
-# The replicate kernel
+# The laws a replicate draws from, and the replicate kernel
 # --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
+class EmpiricalLaw:
+    """The empirical distribution of one class's scores: what an unsmoothed resample draws from.
+
+    Attributes
+    ----------
+    values : ndarray of shape (m,)
+        The distinct scores, increasing.
+    cumulative : ndarray of shape (m + 1,)
+        0, then F(values[i]), the fraction of the scores <= values[i] (the last is 1).
+
+    Examples
+    --------
+    >>> law = EmpiricalLaw.fit(np.array([1.0, 2.0, 2.0, 5.0]))
+    >>> law.quantile(np.array([0.2, 0.25, 0.5, 0.9])).tolist()
+    [1.0, 1.0, 2.0, 5.0]
+    >>> law.cdf(np.array([0.0, 2.0, 4.9])).tolist()
+    [0.0, 0.75, 0.75]
+    """
+
+    values: np.ndarray
+    cumulative: np.ndarray
+
+    @classmethod
+    def fit(cls, sorted_scores: np.ndarray) -> EmpiricalLaw:
+        values, counts = np.unique(sorted_scores, return_counts=True)
+        return cls(values, np.r_[0.0, np.cumsum(counts) / sorted_scores.size])
+
+    def quantile(self, u: np.ndarray) -> np.ndarray:
+        """F^-1(u) = min{x : F(x) >= u}, elementwise, for u in (0, 1)."""
+        index = np.searchsorted(self.cumulative[1:], u, side="left")
+        return self.values[np.minimum(index, self.values.size - 1)]
+
+    def cdf(self, t: np.ndarray) -> np.ndarray:
+        """F(t), the fraction of the scores <= t, elementwise."""
+        return self.cumulative[np.searchsorted(self.values, t, side="right")]
+
+
+@dataclass(frozen=True, eq=False)
+class SmoothedLaw:
+    """One class's scores convolved with N(0, h^2), tabulated: what a smoothed resample draws from.
+
+    The law of a draw with replacement plus N(0, h^2) noise has the cdf
+    F(x) = mean_j Phi((x - x_j) / h). It is tabulated at nodes spaced step = h / R and read by
+    linear interpolation (:meth:`cdf`, and :meth:`quantile`, the inverse of that interpolant).
+
+    **Error bound.** The table is built in O(m + nodes) by linear binning of the scores onto the
+    nodes and one FFT convolution with the kernel's cdf increments. Linear binning replaces each
+    x_j's term Phi((x - x_j)/h) by its linear interpolation between the two nodes around x_j,
+    which errs by at most step^2/8 times max |d^2/dy^2 Phi((x - y)/h)| = phi(1)/h^2; reading the
+    table between nodes errs by at most step^2/8 max |F''| <= step^2/8 phi(1)/h^2 again. So
+    |F_table(x) - F(x)| <= ``error_bound`` = phi(1) / (4 R^2) for every x (plus float rounding,
+    ~1e-13, and the kernel's cut at 9h, 1e-19). In a replicate this means: each threshold is the
+    exact quantile F+^-1(u') of a uniform order statistic moved by |u' - u| <= error_bound, and
+    each cumulative probability of the negatives is moved by at most error_bound, so the
+    expected count of items behind every point of the curve moves by at most n error_bound.
+    R is chosen so that n error_bound <= 0.001 (a thousandth of an item, against counts whose
+    standard deviations are about an item or more wherever the curve is not flat): drawn with
+    the same random numbers as from the exact cdf, a replicate's counts then almost never differ
+    by even one item, and the bands differ by far less than 1 % of their width
+    (tests/test_bootstrap.py checks both against the exact cdf). Tables hold at most 2^20 nodes,
+    which caps R for very large samples (at n = 10^6, n error_bound = 0.002); if scores spread
+    over so many bandwidths that the cap leaves n error_bound > 1, :func:`bootstrap_bands` warns.
+
+    Examples
+    --------
+    >>> law = SmoothedLaw.fit(np.array([0.0]), 1.0, total_items=100)   # one score: N(0, 1)
+    >>> float(abs(law.cdf(np.array([1.0]))[0] - 0.8413447)) < law.error_bound + 1e-7
+    True
+    >>> round(float(law.quantile(np.array([0.975]))[0]), 3)
+    1.96
+    """
+
+    nodes: np.ndarray
+    step: float
+    cumulative: np.ndarray
+    error_bound: float
+
+    @classmethod
+    def fit(cls, sorted_scores: np.ndarray, bandwidth: float, *, total_items: int) -> SmoothedLaw:
+        """Tabulate the smoothed law of ``sorted_scores`` for a bootstrap of ``total_items``."""
+        lowest, highest = float(sorted_scores[0]), float(sorted_scores[-1])
+        spread = (highest - lowest) / bandwidth + 2.0 * (_KERNEL_REACH + 1.0)  # in bandwidths
+        per_bandwidth = math.ceil(math.sqrt(_PHI_AT_ONE * total_items / (4.0 * _COUNT_ERROR)))
+        # Capped by the table size: for scores spread over more than 2^20 bandwidths, R < 1.
+        per_bandwidth = min(per_bandwidth, _MAX_TABLE_NODES / spread)
+        step = bandwidth / per_bandwidth
+        reach = math.ceil(_KERNEL_REACH * per_bandwidth)
+        start = lowest - (reach + 1) * step
+        size = int((highest - start) / step) + reach + 3
+        # Linear binning: the mass of each score split between its two neighbouring nodes.
+        position = (sorted_scores - start) / step
+        left = position.astype(np.int64)
+        right_share = position - left
+        mass = np.bincount(left, 1.0 - right_share, size) + np.bincount(left + 1, right_share, size)
+        # F at node i = sum_l mass_l Phi((i - l) / R): the cumulative sum of the convolution
+        # with the kernel's cdf increments over offsets -reach .. reach + 1 (Phi := 1 beyond).
+        kernel_cdf = np.r_[special.ndtr(np.arange(-reach, reach + 1) / per_bandwidth), 1.0]
+        increments = np.diff(kernel_cdf, prepend=0.0)
+        cdf = np.cumsum(signal.fftconvolve(mass, increments))[reach : reach + size]
+        # FFT rounding (~1e-13) must not break the monotonicity the inverse relies on.
+        cdf = np.clip(np.maximum.accumulate(cdf / sorted_scores.size), 0.0, 1.0)
+        nodes = start + step * np.arange(size)
+        return cls(nodes, step, cdf, _PHI_AT_ONE / (4.0 * per_bandwidth**2))
+
+    def quantile(self, u: np.ndarray) -> np.ndarray:
+        """F^-1(u) of the tabulated cdf, elementwise, for u in (0, 1)."""
+        return np.interp(u, self.cumulative, self.nodes)
+
+    def cdf(self, t: np.ndarray) -> np.ndarray:
+        """F(t), elementwise: the interpolation of ``np.interp``, its node found in O(1)."""
+        position = np.clip((t - self.nodes[0]) / self.step, 0.0, self.nodes.size - 1.0)
+        left = np.minimum(position.astype(np.int64), self.nodes.size - 2)
+        below = self.cumulative[left]
+        return below + (position - left) * (self.cumulative[left + 1] - below)
+
+
+@dataclass(frozen=True, eq=False)
 class BootstrapSetup:
-    """Everything a worker needs to draw replicates: the sorted sample and the tuning.
+    """Everything a worker needs to draw replicates: the two class laws and the tuning.
 
     Built by :func:`bootstrap_replicates`; small enough to scatter once to every worker.
 
     Attributes
     ----------
-    positive_scores, negative_scores : ndarray
-        Each class's scores sorted increasingly (shapes (n+,) and (n-,)).
-    draw_positive, draw_negative : ndarray
-        The same scores minus ``draw_centre``, in the precision the smoothed kernel draws in
-        (see :func:`smoothed_draw_dtype`): what a smoothed replicate resamples and adds noise to.
-    draw_centre : float
-        Midpoint of the score range, subtracted so that float32 draws keep their precision.
-    negatives_at_or_below : ndarray of shape (n+,), int64
-        Number of negative scores <= each positive score.
+    positive_law, negative_law : EmpiricalLaw or SmoothedLaw
+        What a resampled positive (negative) score is drawn from: ``quantile(u)`` and ``cdf(t)``.
+    n_positive, n_negative : int
+        Class sizes of the sample.
     beta : ndarray of shape (k,)
         Recall grid.
     precision : ndarray of shape (k,)
@@ -405,12 +500,10 @@ class BootstrapSetup:
         n*+ log_ratio_positive + (n - n*+) log_ratio_negative (both 0 without importance).
     """
 
-    positive_scores: np.ndarray
-    negative_scores: np.ndarray
-    draw_positive: np.ndarray
-    draw_negative: np.ndarray
-    draw_centre: float
-    negatives_at_or_below: np.ndarray
+    positive_law: EmpiricalLaw | SmoothedLaw
+    negative_law: EmpiricalLaw | SmoothedLaw
+    n_positive: int
+    n_negative: int
     beta: np.ndarray
     precision: np.ndarray
     method: str
@@ -418,14 +511,6 @@ class BootstrapSetup:
     draw_rate: float | None
     log_ratio_positive: float
     log_ratio_negative: float
-
-    @property
-    def n_positive(self) -> int:
-        return int(self.positive_scores.size)
-
-    @property
-    def n_negative(self) -> int:
-        return int(self.negative_scores.size)
 
     @property
     def n(self) -> int:
@@ -454,34 +539,13 @@ class ReplicateBatch:
     redraws: int
 
 
-@dataclass(frozen=True, eq=False)
-class _SortedSample:
-    """Bootstrap scores of b replicates, one row each, sorted, padded with +inf."""
-
-    n_positive: np.ndarray
-    n_negative: np.ndarray
-    positives: np.ndarray  # (b, max n*+)
-    negatives: np.ndarray  # (b, max n*-)
-
-
-@dataclass(frozen=True, eq=False)
-class _CountedSample:
-    """Unsmoothed resamples as cumulative multiplicities over the sorted original classes."""
-
-    n_positive: np.ndarray
-    n_negative: np.ndarray
-    positive_cumcounts: np.ndarray  # (b, n+): resampled positives with index <= i
-    negative_cumcounts: np.ndarray  # (b, n-)
-
-
 def run_replicate_batch(
     setup: BootstrapSetup, size: int, seed: np.random.SeedSequence
 ) -> ReplicateBatch:
     """Draw ``size`` bootstrap replicates from ``seed`` and evaluate their PR curves.
 
     Pure and deterministic: the same (setup, size, seed) gives the same bits in any process of
-    the same platform. The replicates are processed in chunks of about 2^17 drawn scores, so that
-    the arrays of a chunk stay in cache, and the chunks reuse one set of buffers.
+    the same platform.
 
     Parameters
     ----------
@@ -497,90 +561,10 @@ def run_replicate_batch(
     """
     rng = np.random.default_rng(seed)
     n_pos, redraws = _draw_positive_counts(setup, rng, size)
-    precision = np.empty((size, setup.beta.size))
-    rows = max(1, _CHUNK_ELEMENTS // setup.n)
-    scratch = _thread_scratch()
-    for start in range(0, size, rows):
-        chunk = slice(start, start + rows)
-        sample = _draw_sample(setup, rng, n_pos[chunk], scratch)
-        precision[chunk] = _evaluate(sample, setup)
-    scratch.release_if_large()
+    false_positives = _draw_false_positives(setup, rng, n_pos)
+    precision = _precision(n_pos, setup.beta, false_positives)
     log_weight = n_pos * setup.log_ratio_positive + (setup.n - n_pos) * setup.log_ratio_negative
     return ReplicateBatch(n_pos, log_weight, precision, redraws)
-
-
-_SCRATCH = threading.local()
-
-
-def _thread_scratch() -> _Scratch:
-    """This thread's scratch buffers, kept from batch to batch (see :class:`_Scratch`)."""
-    scratch = getattr(_SCRATCH, "buffers", None)
-    if scratch is None:
-        scratch = _SCRATCH.buffers = _Scratch()
-    return scratch
-
-
-class _Scratch:
-    """Named buffers reused from chunk to chunk of a batch, and from batch to batch of a thread.
-
-    A fresh large temporary costs a page fault per 4 kB page whenever the allocator hands memory
-    back to the system after each free, as glibc does on Dask workers (their nanny sets
-    MALLOC_TRIM_THRESHOLD_=65536); allocating every temporary anew made the kernel 1.7 (smoothed)
-    to 2.2 (unsmoothed) times slower there than in a plain process, and fresh buffers for every
-    batch still cost a worker 10 % against a plain process.
-    """
-
-    #: Buffers are kept for the thread's next batch only up to this many bytes in all: a
-    #: chunk of 2^17 scores needs a few MB, a single replicate of a huge sample far more.
-    KEEP_BYTES = 32 << 20
-
-    def __init__(self):
-        self._buffers: dict[str, np.ndarray] = {}
-
-    def release_if_large(self) -> None:
-        """Free the buffers if they hold more than :attr:`KEEP_BYTES`."""
-        if sum(b.nbytes for b in self._buffers.values()) > self.KEEP_BYTES:
-            self._buffers.clear()
-
-    def array(self, name: str, size: int, dtype) -> np.ndarray:
-        """A 1-d array of ``size`` elements, valid until the next request of ``name``."""
-        buffer = self._buffers.get(name)
-        if buffer is None or buffer.size < size or buffer.dtype != dtype:
-            # Sizes vary with the binomial count of positives: grow with headroom, so that a
-            # new largest count does not mean a new buffer every time.
-            buffer = self._buffers[name] = np.empty(size + size // 4, dtype=dtype)
-        return buffer[:size]
-
-
-def _draw_sample(
-    setup: BootstrapSetup, rng: np.random.Generator, n_pos: np.ndarray, scratch: _Scratch
-) -> _SortedSample | _CountedSample:
-    """Draw the bootstrap samples with the given numbers of positives, one per replicate.
-
-    The sample lives in ``scratch``: it is valid until the next draw with the same scratch.
-    """
-    n_neg = setup.n - n_pos
-    if setup.bandwidth > 0.0:
-        h = setup.bandwidth
-        return _SortedSample(
-            n_pos,
-            n_neg,
-            _smoothed_rows(setup.draw_positive, n_pos, h, rng, scratch, name="positives"),
-            _smoothed_rows(setup.draw_negative, n_neg, h, rng, scratch, name="negatives"),
-        )
-    return _CountedSample(
-        n_pos,
-        n_neg,
-        _resample_cumcounts(setup.n_positive, n_pos, rng, scratch, name="positives"),
-        _resample_cumcounts(setup.n_negative, n_neg, rng, scratch, name="negatives"),
-    )
-
-
-def _evaluate(sample: _SortedSample | _CountedSample, setup: BootstrapSetup) -> np.ndarray:
-    """Bootstrap curves PR*(beta) of the samples on the grid, shape (b, k)."""
-    if isinstance(sample, _SortedSample):
-        return _precision_from_sorted(sample, setup.beta)
-    return _precision_from_counts(sample, setup)
 
 
 def _draw_positive_counts(
@@ -597,126 +581,36 @@ def _draw_positive_counts(
     return n_pos, redraws
 
 
-def _smoothed_rows(values, counts, bandwidth, rng, scratch: _Scratch, *, name: str) -> np.ndarray:
-    """Row r: counts[r] draws with replacement from ``values`` plus N(0, h^2) noise, sorted.
-
-    Rows are padded with +inf up to the largest count. Every cell of the rectangle is drawn and
-    the padding then overwritten: one pass per array instead of a scatter of the draws into
-    ragged rows (the waste is a few binomial standard deviations per row). The rows have the
-    dtype of ``values`` (float32 or float64, see :func:`smoothed_draw_dtype`).
-    """
-    b, width = counts.size, int(counts.max())
-    index = _integers(rng, values.size, b * width, scratch)
-    flat = scratch.array(name, b * width, values.dtype)
-    # Indices are in range; mode="clip" spares the buffered copy that mode="raise" makes.
-    np.take(values, index, out=flat, mode="clip")
-    flat += _normal(rng, b * width, bandwidth, scratch, dtype=values.dtype)
-    rows = flat.reshape(b, width)
-    for r, count in enumerate(counts.tolist()):
-        rows[r, count:] = np.inf
-    rows.sort(axis=1)
-    return rows
-
-
-#: Bounded integers are drawn this many at a time into a reused buffer (numpy's
-#: ``Generator.integers`` has no ``out``): 64 kB blocks stay clear of the page-fault cost above.
-_INTEGER_BLOCK = 8192
-
-
-def _integers(rng: np.random.Generator, high: int, size: int, scratch: _Scratch) -> np.ndarray:
-    """``size`` uniform integers in [0, high), in the scratch buffer "index"."""
-    out = scratch.array("index", size, np.int64)
-    for start in range(0, size, _INTEGER_BLOCK):
-        stop = min(size, start + _INTEGER_BLOCK)
-        out[start:stop] = rng.integers(0, high, stop - start)
-    return out
-
-
-def _normal(
-    rng: np.random.Generator, size: int, scale: float, scratch: _Scratch, *, dtype=np.float64
+def _draw_false_positives(
+    setup: BootstrapSetup, rng: np.random.Generator, n_pos: np.ndarray
 ) -> np.ndarray:
-    """N(0, scale^2) draws of ``dtype`` by the Box-Muller transform, twice the ziggurat's speed.
+    """Bootstrap negatives above each replicate's thresholds, shape (b, k), exactly in law.
 
-    z = scale sqrt(-2 log(1 - u)) (cos 2 pi v, sin 2 pi v) with u and v uniform on [0, 1). numpy
-    evaluates float32 cos, sin and log with SIMD but float64 trigonometry one value at a time, so
-    the angle v is always float32 (it moves a draw by under 1e-6 of itself, far below any
-    smoothing bandwidth). For float64 draws u is float64, so the radius reaches 8.5 scale; for
-    float32 draws everything is float32 and the radius stops at sqrt(2 log 2^24) = 5.77 scale:
-    the kernel is then a Gaussian truncated at 5.77 standard deviations, which leaves out a mass
-    of 8e-9. Returns a view of the scratch buffer "normal".
+    Ranks r_1 <= ... <= r_k (the grid read from high recall to low) of n*+ i.i.d. uniforms have
+    the order statistics U_(r_i) = S_i / S_(k+1), S the cumulative sums of independent
+    Gamma(r_1), Gamma(r_2 - r_1), ..., Gamma(n*+ + 1 - r_k) variables; the thresholds are
+    F+^-1(U_(r_i)). The n*- negatives, independent of them, fall into the k + 1 cells the
+    thresholds cut with Multinomial(n*-, cell probabilities from F-) counts.
     """
-    dtype = np.dtype(dtype)
-    half = (size + 1) // 2
-    radius = scratch.array("radius", half, dtype)
-    rng.random(out=radius, dtype=dtype)
-    np.subtract(1, radius, out=radius)
-    np.log(radius, out=radius)
-    radius *= -2
-    np.sqrt(radius, out=radius)
-    radius *= dtype.type(scale)
-    angle = scratch.array("angle", half, np.float32)
-    rng.random(out=angle, dtype=np.float32)
-    angle *= np.float32(2.0 * np.pi)
-    trig = scratch.array("trig", half, np.float32)
-    z = scratch.array("normal", 2 * half, dtype)
-    np.multiply(np.cos(angle, out=trig), radius, out=z[:half])
-    np.multiply(np.sin(angle, out=trig), radius, out=z[half:])
-    return z[:size]
-
-
-def _resample_cumcounts(size, counts, rng, scratch: _Scratch, *, name: str) -> np.ndarray:
-    """Row r: cumulative multiplicities of counts[r] draws with replacement from range(size)."""
-    b = counts.size
-    drawn = _integers(rng, size, int(counts.sum()), scratch)
-    # One histogram for the whole chunk: offset each row's indices into its own block.
-    start = 0
-    for r, count in enumerate(counts.tolist()):
-        drawn[start : start + count] += r * size
-        start += count
-    # np.add.at into a reused buffer: as fast as bincount, without a fresh array per chunk.
-    cumcounts = scratch.array(name, b * size, np.int64)
-    cumcounts.fill(0)
-    np.add.at(cumcounts, drawn, 1)
-    cumcounts = cumcounts.reshape(b, size)
-    return np.cumsum(cumcounts, axis=1, out=cumcounts)
+    rank = _order_statistic_rank(n_pos, setup.beta)[:, ::-1]  # increasing along the row
+    shapes = np.diff(rank, prepend=0, append=n_pos[:, None] + 1)  # equal ranks: Gamma(0) = 0
+    sums = np.cumsum(rng.standard_gamma(shapes), axis=1)
+    threshold = setup.positive_law.quantile(sums[:, :-1] / sums[:, -1:])
+    # Rounding may leave a cell at -1 ulp where two thresholds straddle a table node.
+    cells = np.maximum(np.diff(setup.negative_law.cdf(threshold), prepend=0.0, append=1.0), 0.0)
+    n_neg = setup.n - n_pos
+    at_or_below = np.cumsum(rng.multinomial(n_neg, cells)[:, :-1], axis=1)
+    return (n_neg[:, None] - at_or_below)[:, ::-1]
 
 
 def _order_statistic_rank(n_pos: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """1-based rank k = n*+ - floor(beta n*+) of the threshold G*^-1(1 - beta), shape (b, k).
 
     The same rounding as :class:`prdist.curves.EmpiricalPR` (products within rounding of an
-    integer count as that integer), so replicate 'the sample itself' reproduces PR^ exactly.
+    integer count as that integer).
     """
     n_pos = n_pos[:, None]
     return np.maximum(n_pos - floor_fraction_of(beta, n_pos), 1)
-
-
-def _precision_from_sorted(sample: _SortedSample, beta: np.ndarray) -> np.ndarray:
-    n_pos = sample.n_positive
-    rank = _order_statistic_rank(n_pos, beta)
-    threshold = np.take_along_axis(sample.positives, rank - 1, axis=1)
-    at_or_below = np.empty(threshold.shape, dtype=np.int64)
-    for r in range(n_pos.size):  # one binary search per replicate, over its k thresholds
-        # Padding (+inf) is never <= a finite threshold, so only real negatives are counted.
-        at_or_below[r] = np.searchsorted(sample.negatives[r], threshold[r], side="right")
-    false_positives = sample.n_negative[:, None] - at_or_below
-    return _precision(n_pos, beta, false_positives)
-
-
-def _precision_from_counts(sample: _CountedSample, setup: BootstrapSetup) -> np.ndarray:
-    n_pos = sample.n_positive
-    rank = _order_statistic_rank(n_pos, setup.beta)
-    # The threshold of rank k is x+_(i) for the first i whose cumulative count reaches k.
-    threshold_index = np.empty(rank.shape, dtype=np.int64)
-    for r in range(n_pos.size):  # one binary search per replicate, over its k ranks
-        threshold_index[r] = np.searchsorted(sample.positive_cumcounts[r], rank[r], side="left")
-    # Negatives of the resample at or below x+_(i): the resampled copies of the original
-    # negatives with index < negatives_at_or_below[i].
-    below = setup.negatives_at_or_below[threshold_index]
-    at_or_below = np.take_along_axis(sample.negative_cumcounts, np.maximum(below - 1, 0), axis=1)
-    at_or_below[below == 0] = 0
-    false_positives = sample.n_negative[:, None] - at_or_below
-    return _precision(n_pos, setup.beta, false_positives)
 
 
 def _precision(n_pos: np.ndarray, beta: np.ndarray, false_positives: np.ndarray) -> np.ndarray:
@@ -880,7 +774,7 @@ def bootstrap_replicates(
     replicates=1000,
     method=SMOOTHED_IMPORTANCE,
     seed=None,
-    client=None,
+    map_batches=None,
     beta=None,
     eps_beta=None,
     bandwidth=None,
@@ -906,7 +800,7 @@ def bootstrap_replicates(
         bandwidth=bandwidth,
         instrumental_rate=instrumental_rate,
     )
-    replicated, _ = _run(setup, seed_seq, sizes, client, owner="bootstrap_replicates")
+    replicated, _ = _run(setup, seed_seq, sizes, map_batches, owner="bootstrap_replicates")
     return replicated
 
 
@@ -973,16 +867,16 @@ def _prepare(
         rate = None if method == STRATIFIED else prevalence
 
     pos, neg = curve.positive_scores, curve.negative_scores
-    lowest, highest = min(pos[0], neg[0]), max(pos[-1], neg[-1])
-    centre = float(lowest + 0.5 * (highest - lowest))  # no overflow near the float64 limits
-    dtype = smoothed_draw_dtype(max(centre - lowest, highest - centre), h)
+    if h > 0.0:
+        laws = [SmoothedLaw.fit(scores, h, total_items=n) for scores in (pos, neg)]
+        _warn_if_coarse(laws, n)
+    else:
+        laws = [EmpiricalLaw.fit(scores) for scores in (pos, neg)]
     setup = BootstrapSetup(
-        positive_scores=pos,
-        negative_scores=neg,
-        draw_positive=(pos - centre).astype(dtype),
-        draw_negative=(neg - centre).astype(dtype),
-        draw_centre=centre,
-        negatives_at_or_below=curve.n_negative - curve.false_positives,
+        positive_law=laws[0],
+        negative_law=laws[1],
+        n_positive=n_pos,
+        n_negative=curve.n_negative,
         beta=beta,
         precision=curve.precision(beta),
         method=method,
@@ -991,7 +885,22 @@ def _prepare(
         log_ratio_positive=log_pos,
         log_ratio_negative=log_neg,
     )
-    return setup, seed_seq, replicate_batch_sizes(replicates, n), curve
+    return setup, seed_seq, replicate_batch_sizes(replicates), curve
+
+
+def _warn_if_coarse(laws: list[SmoothedLaw], n: int) -> None:
+    moved = n * max(law.error_bound for law in laws)
+    if moved > 1.0:
+        warnings.warn(
+            BootstrapWarning(
+                f"The scores spread over so many smoothing bandwidths that the smoothed kernel is "
+                f"tabulated coarsely: its error bound on the replicates' counts is {moved:.3g} items "
+                f"(the goal is {_COUNT_ERROR:g}). "
+                "Transform the scores (e.g. to ranks or logits), pass a larger 'bandwidth', or "
+                "bandwidth=0 for the unsmoothed bootstrap."
+            ),
+            stacklevel=4,
+        )
 
 
 def _seed_sequence(seed, *, owner: str) -> np.random.SeedSequence:
@@ -1010,26 +919,50 @@ def _seed_sequence(seed, *, owner: str) -> np.random.SeedSequence:
     return np.random.SeedSequence(int(seed))
 
 
-def _run(setup, seed_seq, sizes, client, *, owner: str, meanwhile=None):
-    """Run the batches, here or on ``client``; return (replicates, ``meanwhile()``).
+class _InProcessBatches:
+    """Replicate batches computed in this process when their result is asked for."""
 
-    ``meanwhile`` is client-side work that runs while the cluster computes the batches.
+    def __init__(self, setup, sizes, seeds):
+        self._work = (setup, sizes, seeds)
+
+    def result(self) -> list[ReplicateBatch]:
+        setup, sizes, seeds = self._work
+        return [run_replicate_batch(setup, size, seed) for size, seed in zip(sizes, seeds)]
+
+    def cancel(self) -> None:
+        """Nothing runs before :meth:`result`: nothing to release."""
+
+
+def map_batches_in_process(setup: BootstrapSetup, sizes, seeds) -> _InProcessBatches:
+    """The default ``map_batches``: every batch in this process, in order.
+
+    A ``map_batches`` function starts the seeded batches ``run_replicate_batch(setup, sizes[i],
+    seeds[i])`` and returns a handle whose ``result()`` waits for them and returns the
+    :class:`ReplicateBatch` list in batch order, and whose ``cancel()`` abandons them.
+    :func:`prdist.dataflow.bands.submit_replicate_batches` is the Dask one.
     """
-    seeds = seed_seq.spawn(len(sizes))
-    if client is None:
-        batches = [run_replicate_batch(setup, size, s) for size, s in zip(sizes, seeds)]
-        extra = meanwhile() if meanwhile is not None else None
-    else:
-        # Imported here so that the core never imports Dask: the caller chose a cluster.
-        from .dataflow.bands import submit_replicate_batches
+    return _InProcessBatches(setup, sizes, seeds)
 
-        pending = submit_replicate_batches(client, setup, sizes, seeds, owner=owner)
-        try:
-            extra = meanwhile() if meanwhile is not None else None
-        except BaseException:
-            pending.cancel()
-            raise
-        batches = pending.result()
+
+def _run(setup, seed_seq, sizes, map_batches, *, owner: str, meanwhile=None):
+    """Run the batches with ``map_batches``; return (replicates, ``meanwhile()``).
+
+    ``meanwhile`` is work for this process while the batches run elsewhere.
+    """
+    if map_batches is None:
+        map_batches = map_batches_in_process
+    elif not callable(map_batches):
+        raise ParameterError(
+            f"The 'map_batches' parameter of {owner} must be a function (setup, sizes, seeds) "
+            f"-> pending batches, or None to run in this process. Got {map_batches!r} instead."
+        )
+    pending = map_batches(setup, sizes, seed_seq.spawn(len(sizes)))
+    try:
+        extra = meanwhile() if meanwhile is not None else None
+    except BaseException:
+        pending.cancel()
+        raise
+    batches = pending.result()
     n_pos = np.concatenate([b.n_positive for b in batches])
     log_weight = np.concatenate([b.log_weight for b in batches])
     result = BootstrapReplicates(
@@ -1059,7 +992,7 @@ def bootstrap_bands(
     replicates=1000,
     method=SMOOTHED_IMPORTANCE,
     seed=None,
-    client=None,
+    map_batches=None,
     beta=None,
     eps_beta=None,
     bandwidth=None,
@@ -1082,9 +1015,10 @@ def bootstrap_bands(
     seed : None, int or numpy.random.SeedSequence, default=None
         Seed of the replicates. None draws fresh entropy, reported in ``attrs["seed_entropy"]``
         (pass it back as ``seed`` to reproduce the bands).
-    client : distributed.Client, optional
-        Run the replicate batches on this Dask cluster (:mod:`prdist.dataflow.bands`). The result
-        is bit-for-bit the one computed without it.
+    map_batches : callable, optional
+        Runs the seeded replicate batches (:func:`map_batches_in_process`, the default). The
+        Dask one is behind ``prdist.bootstrap_bands(..., client=client)``
+        (:mod:`prdist.dataflow.bands`); the result is bit-for-bit the same either way.
     beta : array-like of shape (k,), optional
         Strictly increasing recall grid in (0, 1). Default: 101 levels on
         [eps_beta, 1 - eps_beta].
@@ -1157,7 +1091,7 @@ def bootstrap_bands(
         setup,
         seed_seq,
         sizes,
-        client,
+        map_batches,
         owner=owner,
         meanwhile=lambda: _plugin_variance(curve, setup.beta, h),
     )
@@ -1319,7 +1253,7 @@ def _kde(sample: np.ndarray, points: np.ndarray, h: float) -> np.ndarray:
     points = np.asarray(points, dtype=np.float64)
     flat = points.ravel()
     out = np.empty(flat.size)
-    chunk = max(1, _CHUNK_ELEMENTS // sample.size)
+    chunk = max(1, _KDE_CHUNK_ELEMENTS // sample.size)
     for start in range(0, flat.size, chunk):
         z = (flat[start : start + chunk, None] - sample[None, :]) / h
         kernel = np.exp(np.multiply(z, z, out=z).astype(np.float32) * np.float32(-0.5))

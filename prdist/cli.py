@@ -370,6 +370,7 @@ def _add_run(sub) -> None:
     add("--r-tilde", dest="r_tilde", type=int, default=None, metavar="R", help="fully labeled prefix target (default ceil((D+2)/E))")
     add("--confidence", default="0.95", metavar="C|none", help="bounds that hold at every rank with probability C when labels are noisy draws from a non-increasing rate (default 0.95); 'none' for the paper's deterministic bounds")
     add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
+    _add_aggregate(add)
     add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
     add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
     add("--seed", type=int, default=0, metavar="S", help="seed of every random draw (default 0)")
@@ -417,7 +418,8 @@ def _cmd_run(args) -> int:
         resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
         r_tilde=args.r_tilde, confidence=confidence, labels=args.labels,
         oracle_column=oracle, bands=args.bands, seed=args.seed, scheduler=args.scheduler,
-        storage_options=sealed(storage_options), key=args.key, score=args.score, return_state=True,
+        storage_options=sealed(storage_options), key=args.key, score=args.score, aggregate=args.aggregate,
+        return_state=True,
     )  # fmt: skip
     url = state.result()  # re-raises the flow's error, typed
     from .dataflow.summary import run_summary
@@ -493,6 +495,7 @@ def _add_compare(sub) -> None:
         help="mixture weights of the joint estimator: overlap (default; the authors' heuristic) or balance",
     )  # fmt: skip
     add("--confidence", type=float, default=0.95, metavar="C", help="level of the intervals, in (0, 1) (default 0.95)")
+    _add_aggregate(add)
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
     add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for every URL, as a JSON object")
     add("--key", default="key", metavar="COL", help="key column of every system (default key)")
@@ -560,7 +563,8 @@ def _cmd_compare(args) -> int:
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
         distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
         confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler,
-        storage_options=sealed(storage_options), key=args.key, score=args.score, return_state=True,
+        storage_options=sealed(storage_options), key=args.key, score=args.score, aggregate=args.aggregate,
+        return_state=True,
     )  # fmt: skip
     url = state.result()  # re-raises the flow's error, typed
     if state.name == "AwaitingLabels":
@@ -594,17 +598,35 @@ def _cmd_compare(args) -> int:
     return EXIT_OK
 
 
+def _add_aggregate(add) -> None:
+    from .verdicts import AGGREGATIONS
+
+    add("--aggregate", choices=AGGREGATIONS, default="majority",
+        help="how the verdicts of several annotators make one label: majority of each one's latest "
+             "(default; a tie is disputed), latest, or dawid-skene (3 or more annotators)")
+
+
 def _add_labels(sub) -> None:
+    from .dataflow.label_formats import FORMATS
+
     parser = sub.add_parser(
         "labels",
-        help="import labels into a label store, or export a run's annotation task",
-        description="The label store is append-only Parquet keyed by item key, shared by every release and system.",
+        help="import verdicts into a label store, see its status, or export a run's annotation task",
+        description=(
+            "The label store is append-only Parquet of verdict records (key, verdict, annotator, time, "
+            "source), shared by every release and system. A verdict is correct, incorrect or cannot judge."
+        ),
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     actions.required = True
-    imp = actions.add_parser("import", help="append label files (CSV, JSONL or Parquet with key,label) to a store")
+    imp = actions.add_parser("import", help="append label files or annotation-tool exports to a store")
     imp.add_argument("--store", required=True, metavar="URL", help="the label store (created if absent)")
     imp.add_argument("files", nargs="+", metavar="FILE", help="label files; every file is validated before anything is written")
+    imp.add_argument("--format", dest="fmt", choices=FORMATS, default="auto",
+                     help="the files' format (default auto: detected from the content)")
+    imp.add_argument("--positive", action="append", default=[], metavar="V", help="a tool's word for 'correct' (repeatable)")
+    imp.add_argument("--negative", action="append", default=[], metavar="V", help="a tool's word for 'incorrect' (repeatable)")
+    imp.add_argument("--skip", action="append", default=[], metavar="V", help="a tool's word for 'cannot judge' (repeatable)")
     imp.add_argument("--annotator", default=None, help="who labeled (when the files do not say)")
     imp.add_argument(
         "--resource", default=None, metavar="URL",
@@ -617,18 +639,35 @@ def _add_labels(sub) -> None:
     imp.set_defaults(handler=_cmd_labels_import)
     exp = actions.add_parser("export", help="write the items a run still needs labeled, for an annotation tool")
     exp.add_argument("--run", required=True, metavar="DIR", help="a run directory printed by 'prdist run'")
-    exp.add_argument("--out", required=True, metavar="FILE", help="target file: .csv, .jsonl or .parquet")
+    exp.add_argument("--out", required=True, metavar="FILE", help="target file (.csv, .jsonl, .parquet; .json for label-studio)")
+    exp.add_argument("--format", dest="fmt", choices=("csv", "jsonl", "parquet", "label-studio"), default=None,
+                     help="default: from the file name; label-studio writes tasks plus FILE.xml, the labeling config")
+    exp.add_argument("--show-score", dest="show_score", action="store_true",
+                     help="show score and rank to annotators (hidden by default: they bias the verdict)")
     exp.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
     exp.set_defaults(handler=_cmd_labels_export)
+    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
+    st.add_argument("--store", required=True, metavar="URL", help="the label store")
+    st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
+    _add_aggregate(st.add_argument)
+    st.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    st.add_argument("--key", default="key", metavar="COL", help="key column of --resource (default key)")
+    st.add_argument("--score", default="score", metavar="COL", help="score column of --resource (default score)")
+    st.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    st.set_defaults(handler=_cmd_labels_status)
 
 
 def _cmd_labels_import(args) -> int:
     from .dataflow.labels import import_labels
+    from .verdicts import VerdictWords
 
     options = _json_object_option(args.storage_options, option="--storage-options")
+    words = VerdictWords(positive=tuple(args.positive), negative=tuple(args.negative), skip=tuple(args.skip))
     summary = import_labels(args.store, args.files, storage_options=options, annotator=args.annotator,
-                            resource=args.resource, key=args.key, score=args.score)
-    print(f"prdist labels: {summary.labels:,} labels ({summary.positives:,} positive) from {len(summary.files)} file(s)")
+                            resource=args.resource, key=args.key, score=args.score, fmt=args.fmt, words=words)
+    print(f"prdist labels: {summary.labels:,} verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
+          f"({summary.positives:,} correct, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
+          f"[{', '.join(dict.fromkeys(summary.formats))}]")
     print(summary.written)
     return EXIT_OK
 
@@ -637,10 +676,37 @@ def _cmd_labels_export(args) -> int:
     from .dataflow.labels import write_annotation_file
 
     options = _json_object_option(args.storage_options, option="--storage-options")
-    count = write_annotation_file(args.run, args.out, storage_options=options)
+    count = write_annotation_file(args.run, args.out, storage_options=options, fmt=args.fmt, show_score=args.show_score)
     print(f"prdist labels: {count:,} item(s) to annotate")
     print(args.out)
     return EXIT_OK
+
+
+def _cmd_labels_status(args) -> int:
+    from .dataflow.labels import store_status
+
+    options = _json_object_option(args.storage_options, option="--storage-options")
+    status = store_status(args.store, resource=args.resource, rule=args.aggregate, storage_options=options,
+                          key=args.key, score=args.score)
+    print(json.dumps(status, indent=2) if args.json else status_text(status))
+    return EXIT_OK
+
+
+def status_text(status: dict) -> str:
+    """The label store's status as a few lines for the terminal."""
+    kinds = status["verdicts"]
+    lines = [
+        f"prdist labels: {status['items']:,} items, {status['records']:,} verdict records, rule {status['rule']}",
+        "verdicts: " + ", ".join(f"{kind.replace('_', ' ')} {count:,}" for kind, count in kinds.items()),
+        "annotators: " + (", ".join(f"{a or '(anonymous)'} {n:,}" for a, n in status["annotators"].items()) or "none"),
+    ]
+    alpha = status["agreement"]["krippendorff_alpha"]
+    lines.append(f"agreement: Krippendorff's alpha {'undefined' if alpha is None else f'{alpha:.3f}'} over "
+                 f"{status['agreement']['pairable_keys']:,} items judged by two or more annotators")
+    if status["disputed_keys"]:
+        shown = status["disputed_keys"][:10]
+        lines.append(f"disputed: {', '.join(shown)}" + (" ..." if len(status["disputed_keys"]) > len(shown) else ""))
+    return "\n".join(lines)
 
 
 def _add_release(sub) -> None:

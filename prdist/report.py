@@ -48,7 +48,8 @@ _PARAMETERS = {
     "r_tilde": "rank beyond which precision is assumed monotone",
     "confidence": "probability with which the bounds hold under label noise",
     "targets": "precision targets of the cut-off table",
-    "bands": "bootstrap bands computed",
+    "bands": "bootstrap bands requested",
+    "aggregate": "rule making one verdict per item from several annotators",
     "bands_method": "bootstrap method of the bands",
     "replicates": "bootstrap replicates",
     "delta": "1 \u2212 confidence level of the bands",
@@ -206,7 +207,9 @@ def render_report(
         _section_pr(view, exact, prefix_end),
     ]
     if bands is not None:
-        sections.append(_section_bands(bands))
+        sections.append(_section_bands(bands, _mapping(manifest.get("bands"))))
+    elif params.get("bands") is True:
+        sections.append(_section_bands_missing(manifest))
     if compare is not None:
         sections.append(_section_compare(compare))
     if cutoffs is not None:
@@ -795,7 +798,18 @@ def _section_pr(view: _BoundsView, exact, prefix_end: int) -> str:
     return f'<section id="pr"><h2>Precision\u2013recall region</h2>{_figure(plot.svg(), caption)}</section>'
 
 
-def _section_bands(bands: pd.DataFrame) -> str:
+def _section_bands_missing(manifest: Mapping) -> str:
+    """Bands were asked for but not computed: say why, never leave the reader guessing."""
+    awaiting = _mapping(manifest.get("counts")).get("awaiting")
+    if _is_number(awaiting) and awaiting > 0:
+        why = ("they wait for the random arm's labels: the arm is an i.i.d. sample of the resource, and "
+               "dropping items that can still be labeled could bias it")
+    else:
+        why = "the random arm has no precision-recall curve to band (a single class, too few positives or constant scores)"
+    return f'<section id="bands"><h2>Bootstrap confidence bands</h2><p class="note">Not computed: {why}.</p></section>'
+
+
+def _section_bands(bands: pd.DataFrame, about: Mapping | None = None) -> str:
     cols = {c: pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64) for c in _BANDS_COLUMNS}
     order = np.argsort(cols["recall"], kind="stable")
     cols = {c: v[order] for c, v in cols.items()}
@@ -819,7 +833,10 @@ def _section_bands(bands: pd.DataFrame) -> str:
         "recall range shown with the stated confidence; the pointwise band holds it at each recall "
         "level separately (and is narrower)."
     )
-    return f'<section id="bands"><h2>Bootstrap confidence bands</h2>{_figure(plot.svg(), caption)}</section>'
+    left_out = (about or {}).get("cannot_judge_left_out")
+    note = (f'<p class="note">{_int(left_out)} arm items nobody can judge are left out, assuming they are '
+            "missing at random.</p>") if _is_number(left_out) and left_out > 0 else ""
+    return f'<section id="bands"><h2>Bootstrap confidence bands</h2>{note}{_figure(plot.svg(), caption)}</section>'
 
 
 def _dot_whisker(systems: list[str], centre, low, high, *, x0: float, width: float, row_height: float,
@@ -929,26 +946,34 @@ def _section_cutoffs(cutoffs: pd.DataFrame, n: int) -> str:
     return f'<section id="cutoffs"><h2>Cut-offs</h2>{note}{table}</section>'
 
 
+_COUNT_ROWS = (
+    ("annotations", "planned annotations"),
+    ("labeled", "labels known"),
+    ("unknown", "labels unknown"),
+    ("cannot_judge", "\u2026 nobody can judge (never requested again)"),
+    ("disputed", "\u2026 disputed (annotators tie; requested again)"),
+    ("awaiting", "\u2026 awaiting a verdict (missing or disputed)"),
+)
+
+
 def _section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
     counts = _mapping(manifest.get("counts"))
-    rows = [
-        [_esc(what), _num(counts.get(key)) if _is_number(counts.get(key)) else "\u2014"]
-        for key, what in (("annotations", "planned annotations"), ("labeled", "labels known"), ("unknown", "labels unknown"))
-    ]
+    rows = [[_esc(what), _num(counts.get(key))] for key, what in _COUNT_ROWS if _is_number(counts.get(key))]
     unknown = counts.get("unknown")
     if plan is not None and not _is_number(unknown):
         unknown = int(plan["label"].isna().sum())
     if _is_number(unknown) and unknown > 0:
         sentence = (
-            f"{_int(unknown)} planned labels are still unknown. The bounds count each unknown item as "
+            f"{_int(unknown)} planned labels are unknown. The bounds count each unknown item as "
             "incorrect for the lower bound and as correct for the upper bound, so they remain valid "
-            "now and will tighten as the labels arrive."
+            "now and tighten as verdicts arrive."
         )
     elif _is_number(unknown):
         sentence = "Every planned label is known: the bounds are as tight as this plan allows."
     else:
         sentence = "The manifest records no label counts."
     parts = [f'<p class="note">{sentence}</p>', _table(["", "count"], rows, numeric={1}, css="narrow")]
+    parts.append(_agreement_note(_mapping(manifest.get("agreement"))))
 
     if plan is not None and len(plan):
         role = plan["role"].astype(str).to_numpy()
@@ -962,7 +987,8 @@ def _section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
             )
         parts.append("<h3>By part of the plan</h3>")
         parts.append(_table(["role", "planned", "known", "unknown", "correct"], by_role, numeric={1, 2, 3, 4}, css="narrow"))
-        waiting = plan[np.isnan(label)]
+        verdict = plan["verdict"].astype(str).to_numpy() if "verdict" in plan.columns else np.where(np.isnan(label), "missing", "")
+        waiting = plan[np.isin(verdict, ("missing", "disputed"))]
         if len(waiting):
             first = waiting.sort_values("rank", kind="stable").head(_AWAITING_SHOWN)
             rows = [
@@ -972,6 +998,16 @@ def _section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
             parts.append(f"<h3>Items awaiting labels (first {len(first)} of {_int(len(waiting))} by rank)</h3>")
             parts.append(_table(["rank", "key", "score", "role"], rows, numeric={0, 2}))
     return f'<section id="labels"><h2>Label budget</h2>{"".join(parts)}</section>'
+
+
+def _agreement_note(agreement: Mapping) -> str:
+    """One sentence on how far the annotators agree (Krippendorff's alpha) and the rule used."""
+    if not agreement:
+        return ""
+    alpha = agreement.get("krippendorff_alpha")
+    judged = f"{_int(agreement.get('pairable_keys', 0))} items judged by two or more of {_int(agreement.get('annotators', 0))} annotators"
+    value = f"Krippendorff's alpha {float(alpha):.3f}" if _is_number(alpha) else "agreement undefined"
+    return f'<p class="note">Annotators: {value} ({judged}); one verdict per item by {_esc(agreement.get("rule", "majority"))}.</p>'
 
 
 def _ranks_list(values) -> str:
@@ -1050,7 +1086,7 @@ def _section_diagnostics(diag: Mapping) -> str:
                 f"there, and the assumption-free bounds are used{_ranks_list(diag.get('contradiction_ranks'))}", "bad")
     if _is_number(diag.get("unknown_labels")):
         k = int(diag["unknown_labels"])
-        add("unknown labels", _int(k), "none" if k == 0 else "counted as incorrect (lower) and correct (upper)",
+        add("unknown labels in the bounds' plan", _int(k), "none" if k == 0 else "counted as incorrect (lower) and correct (upper)",
             "ok" if k == 0 else "warn")
     if noisy:
         _confidence_rows(confidence, add)

@@ -138,6 +138,72 @@ def dask_client():
     cluster.close()
 
 
+LABEL_STUDIO = Path(__file__).resolve().parents[1] / ".venv-label-studio" / "bin" / "label-studio"
+LABEL_STUDIO_START_TIMEOUT = 300.0  # seconds; migrations of a fresh SQLite database take ~60 s here
+
+
+@dataclass(frozen=True)
+class LabelStudio:
+    """A running Label Studio server: its base URL and the admin's API token."""
+
+    url: str
+    token: str
+
+    def client(self):
+        import httpx
+
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Token {self.token}"}, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def label_studio():
+    """A real Label Studio server on loopback for the session (a fresh SQLite data directory).
+
+    Label Studio pins other versions of libraries prdist depends on, so it lives in its own
+    environment, ``.venv-label-studio`` (``make test`` builds it from
+    tests/label_studio/requirements.lock); without it the tests that need it are skipped.
+    """
+    if not LABEL_STUDIO.is_file():
+        pytest.skip(f"Label Studio is not installed at {LABEL_STUDIO}: run 'make .venv-label-studio/.installed'")
+    import httpx
+
+    workdir = Path(tempfile.mkdtemp(prefix="prdist-label-studio-"))
+    (port,) = _free_ports(1)
+    token = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "LABEL_STUDIO", "VIRTUAL_ENV"))}
+    env.update(LABEL_STUDIO_BASE_DATA_DIR=str(workdir), LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
+               LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK="true", COLLECT_ANALYTICS="false")
+    args = [str(LABEL_STUDIO), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port),
+            "--data-dir", str(workdir / "data"), "--username", "admin@example.org", "--password", uuid.uuid4().hex,
+            "--user-token", token]
+    log = workdir / "label-studio.log"
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True)
+    server = LabelStudio(f"http://127.0.0.1:{port}", token)
+    try:
+        last = None
+        while time.monotonic() < started + LABEL_STUDIO_START_TIMEOUT:
+            if proc.poll() is not None:
+                raise RuntimeError(f"label-studio exited with code {proc.returncode} during start-up. Log tail:\n{_tail(log)}")
+            try:
+                if server.client().get("/api/projects").status_code == 200:
+                    break
+            except httpx.HTTPError as exc:  # not up yet
+                last = exc
+            time.sleep(1)
+        else:
+            raise RuntimeError(f"Label Studio did not answer within {LABEL_STUDIO_START_TIMEOUT:.0f} s (last error: {last!r}). "
+                               f"Log tail:\n{_tail(log)}")
+        _timings["Label Studio fixture start-up (s)"] = time.monotonic() - started
+        yield server
+    finally:
+        _stop(proc)
+        with contextlib.suppress(ProcessLookupError):  # a helper process of the server, if any
+            os.killpg(proc.pid, signal.SIGKILL)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def pytest_terminal_summary(terminalreporter):
     for name, seconds in _timings.items():
         terminalreporter.write_line(f"{name}: {seconds:.2f}")

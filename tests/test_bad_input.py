@@ -407,15 +407,15 @@ def _store_with_one_import(tmp_path: Path) -> Path:
 
 
 LABEL_CASES = [
-    ("label-outside-0-1", "labels.csv", "key,label\n1,1\n4,2\n", ["label on row 2 is 2", "must be 0 or 1", "fix them and import again"], DataError),
-    ("label-unparseable", "labels.csv", "key,label\n1,maybe\n", ["label on row 1 is 'maybe'", "must be 0 or 1"], DataError),
+    ("label-outside-0-1", "labels.csv", "key,label\n1,1\n4,2\n", ["labels.csv: row 2 has the verdict '2'", "a verdict is 1/0", "--positive/--negative/--skip"], InputError),
+    ("label-unparseable", "labels.csv", "key,label\n1,maybe\n", ["row 1 has the verdict 'maybe'", "skip/unsure/cannot judge/ignore"], InputError),
     ("jsonl-not-json", "labels.jsonl", '{"key": 1, "label": 1}\n{"key": 4, "label":\n', ["could not be read as jsonl", "check its format"], DataError),
-    ("jsonl-not-objects", "labels.jsonl", "[1, 1]\n", ["could not be read as jsonl", "every line must be a json object"], DataError),
-    ("wrong-format", "labels.txt", "1 1\n", ["unknown format '.txt'", "use .csv, .jsonl or .parquet"], InputError),
-    ("parquet-not-parquet", "labels.parquet", "key,label\n1,1\n", ["could not be read as parquet", "check its format"], DataError),
+    ("jsonl-not-objects", "labels.jsonl", "[1, 1]\n", ["must hold json objects"], DataError),
+    ("unknown-shape", "labels.txt", "1 1\n", ["lacks the column(s) ['key', 'label']", "or give --format for a tool's export"], DataError),
+    ("parquet-not-parquet", "labels.parquet", "PAR1 key,label\n1,1\n", ["could not be read as parquet", "check its format"], DataError),
     ("missing-label-column", "labels.csv", "key,correct\n1,1\n", ["lacks the column(s) ['label']", "needs at least 'key' and 'label'"], DataError),
     ("missing-key", "labels.csv", "key,label\n,1\n", ["1 row(s) without a key"], DataError),
-    ("conflict-in-one-import", "labels.csv", "key,label\n9,1\n9,0\n", ["both 0 and 1", "resolve the disagreement"], DataError),
+    ("conflict-in-one-import", "labels.csv", "key,label\n9,1\n9,0\n", ["different verdicts from one annotator", "resolve the disagreement"], DataError),
 ]
 
 

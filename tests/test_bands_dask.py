@@ -13,8 +13,8 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 from prdist import population
-from prdist.bootstrap import bootstrap_bands, bootstrap_replicates, replicate_batch_sizes
-from prdist.dataflow.bands import submit_replicate_batches
+from prdist.bootstrap import replicate_batch_sizes
+from prdist.dataflow.bands import bootstrap_bands, bootstrap_replicates, submit_replicate_batches
 from prdist.errors import ParameterError
 
 N = 120_000
@@ -48,7 +48,7 @@ def sample():
 
 
 def test_sample_spans_several_batches():
-    assert len(replicate_batch_sizes(REPLICATES, N)) >= 4
+    assert len(replicate_batch_sizes(REPLICATES)) >= 4
 
 
 @pytest.mark.parametrize("method", ["smoothed-importance", "stratified", "naive"])

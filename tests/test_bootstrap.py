@@ -1,7 +1,8 @@
 """Tests of prdist.bootstrap: bootstrap confidence bands for the functional PR curve.
 
-Oracles: a literal, one-recall-level-at-a-time evaluation of a bootstrap sample's PR curve from
-the definition (G^-1 as an infimum over the sample, exact rational levels), a weighted quantile by
+Oracles: the slow, obvious per-item bootstrap (draw the items, add the kernel noise, fit the
+empirical curve) whose law the replicate kernel must have, the smoothed cdf summed term by term
+(the kernel reads it from a table), the class distribution by brute force, a weighted quantile by
 repeating values, the closed-form binomial moments of the importance weights, and population
 models whose PR curve is known exactly. Statistical tests use fixed seeds and tolerances derived
 from the binomial law of what they count.
@@ -11,16 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import subprocess
+import sys
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from scipy import stats
+from scipy import special, stats
 
+import prdist
 from prdist import bootstrap, population
 from prdist.bootstrap import (
     BootstrapWarning,
@@ -72,170 +75,147 @@ def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandw
 
 
 # ---------------------------------------------------------------------------------------------
-# The replicate kernel against the definition
+# The class laws and the replicate kernel against the per-item bootstrap
 # ---------------------------------------------------------------------------------------------
-
-
-def reference_precision(positives, negatives, levels):
-    """PR(beta) of one sample straight from the definition, one recall level at a time.
-
-    G^-1(1 - beta) = inf{x : G(x) >= 1 - beta} with G(x) = #{positives <= x} / m in exact
-    rationals; false positives are the negatives strictly above that threshold.
-    """
-    positives = [float(x) for x in positives]
-    m = len(positives)
-    out = []
-    for level in levels:
-        beta = Fraction(level)
-        threshold = min(
-            x for x in positives if Fraction(sum(p <= x for p in positives), m) >= 1 - beta
-        )
-        false_positives = sum(v > threshold for v in negatives)
-        b = float(beta)
-        out.append(m * b / (m * b + false_positives))
-    return np.array(out)
-
-
-# Recall levels i/40: exact rationals whose floats the kernel must read the same way.
-LEVELS = [Fraction(i, 40) for i in range(1, 40)]
-BETA = np.array([float(f) for f in LEVELS])
 
 # Small integer scores: many ties inside and across the classes.
 positive_scores = st.lists(st.integers(0, 6), min_size=2, max_size=25)
 negative_scores = st.lists(st.integers(0, 6), min_size=1, max_size=25)
-seeds = st.integers(0, 2**32)
 
 
 @settings(max_examples=60, deadline=None)
-@given(pos=positive_scores, neg=negative_scores, seed=seeds)
-def test_unsmoothed_kernel_matches_definition(pos, neg, seed):
-    assume(len(set(pos + neg)) > 1)  # all-equal scores are rejected (tested below)
-    scores = np.array(pos + neg, dtype=float)
-    labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
+@given(scores=positive_scores, u=st.lists(st.floats(1e-9, 1 - 1e-9), min_size=1, max_size=10))
+def test_empirical_law_is_the_distribution_of_the_scores(scores, u):
+    x = np.sort(np.array(scores, dtype=float))
+    law = bootstrap.EmpiricalLaw.fit(x)
+    # Levels i/m hit the cdf's steps exactly: the quantile is the smallest x with F(x) >= u.
+    levels = np.r_[u, np.arange(1, x.size) / x.size]
+    expected = [min(v for v in x if np.count_nonzero(x <= v) / x.size >= level) for level in levels]
+    np.testing.assert_array_equal(law.quantile(levels), expected)
+    points = np.arange(-1.0, 8.0, 0.5)
+    np.testing.assert_array_equal(law.cdf(points), [np.mean(x <= t) for t in points])
+
+
+def exact_smoothed_cdf(scores, h, t):
+    """mean_j Phi((t - x_j) / h), term by term."""
+    t = np.asarray(t, dtype=float)
+    return special.ndtr((t.reshape(-1, 1) - scores) / h).mean(axis=1).reshape(t.shape)
+
+
+SMOOTHED_SAMPLES = {
+    "binormal": (binormal(0.3).sample(3000, seed=1)[0], None),
+    "far clusters": (np.r_[np.zeros(50), np.full(30, 40.0), np.linspace(100, 101, 20)], 0.05),
+    "one score": (np.array([3.0]), 0.2),
+}
+
+
+@pytest.mark.parametrize("name", list(SMOOTHED_SAMPLES))
+def test_smoothed_law_is_within_its_error_bound(name):
+    scores, h = SMOOTHED_SAMPLES[name]
+    scores = np.sort(scores)
+    h = h or 0.9 * scores.std() * scores.size ** (-0.2)
+    n = 2000  # the far clusters then fit in a table of full resolution
+    law = bootstrap.SmoothedLaw.fit(scores, h, total_items=n)
+    assert n * law.error_bound <= 1e-3
+    tolerance = law.error_bound + 1e-12
+    t = np.random.default_rng(0).uniform(scores[0] - 10 * h, scores[-1] + 10 * h, 3000)
+    assert np.abs(law.cdf(t) - exact_smoothed_cdf(scores, h, t)).max() <= tolerance
+    u = np.random.default_rng(1).uniform(0.001, 0.999, 3000)
+    assert np.abs(exact_smoothed_cdf(scores, h, law.quantile(u)) - u).max() <= tolerance
+
+
+def test_scores_spread_over_millions_of_bandwidths_warn_and_keep_the_table_small():
+    scores, labels = binormal(0.3).sample(2000, seed=2)
+    scores[0] = 1e7  # an outlier some 10^8 bandwidths away
+    with pytest.warns(BootstrapWarning, match="tabulated coarsely"):
+        bands = bootstrap_bands(scores, labels, replicates=100, seed=1)
+        setup = make_setup(scores, labels)
+    for law in (setup.positive_law, setup.negative_law):
+        assert law.nodes.size < 1.01 * 2**20  # 2^20 nodes and the kernel's margins
+    assert bands[BAND_COLUMNS].notna().all().all()
+
+
+def per_item_replicates(setup, pos, neg, rng, replicates):
+    """The obvious bootstrap: draw the items (plus kernel noise), then the empirical curve."""
+    curves = np.empty((replicates, setup.beta.size))
+    for b in range(replicates):
+        n_pos = bootstrap._draw_positive_counts(setup, rng, 1)[0][0]
+        drawn = [rng.choice(pos, n_pos), rng.choice(neg, setup.n - n_pos)]
+        if setup.bandwidth > 0:
+            drawn = [x + setup.bandwidth * rng.standard_normal(x.size) for x in drawn]
+        labels = np.r_[np.ones(n_pos), np.zeros(setup.n - n_pos)]
+        curves[b] = EmpiricalPR.fit(np.concatenate(drawn), labels, warn_ties=False).precision(
+            setup.beta
+        )
+    return curves
+
+
+@pytest.mark.parametrize("method", ["smoothed-importance", "stratified", "naive"])
+def test_replicates_follow_the_law_of_the_per_item_bootstrap(method):
+    # Tied integer scores (the unsmoothed laws have atoms) and a sample of 150 items.
+    rng = np.random.default_rng(4)
+    labels = rng.random(150) < 0.4
+    scores = np.round(rng.normal(labels * 1.0, 1.0) * 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        setup = make_setup(scores, labels, method="naive", beta=BETA)
-    rng = np.random.default_rng(seed)
-    n_pos = rng.integers(1, setup.n + 1, size=4)
-    sample = bootstrap._draw_sample(setup, rng, n_pos, bootstrap._Scratch())
-    got = bootstrap._evaluate(sample, setup)
-    for r in range(n_pos.size):
-        pos_counts = np.diff(sample.positive_cumcounts[r], prepend=0)
-        neg_counts = np.diff(sample.negative_cumcounts[r], prepend=0)
-        assert pos_counts.sum() == n_pos[r] and neg_counts.sum() == setup.n - n_pos[r]
-        resampled_pos = np.repeat(setup.positive_scores, pos_counts)
-        resampled_neg = np.repeat(setup.negative_scores, neg_counts)
-        expected = reference_precision(resampled_pos, resampled_neg, LEVELS)
-        np.testing.assert_allclose(got[r], expected, rtol=1e-14)
-
-
-@settings(max_examples=60, deadline=None)
-@given(pos=positive_scores, neg=negative_scores, seed=seeds)
-def test_smoothed_kernel_matches_definition(pos, neg, seed):
-    assume(len(set(pos + neg)) > 1)  # all-equal scores are rejected (tested below)
-    scores = np.array(pos + neg, dtype=float)
-    labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        setup = make_setup(scores, labels, beta=BETA, bandwidth=0.5)
-    rng = np.random.default_rng(seed)
-    n_pos = rng.integers(1, setup.n + 1, size=4)
-    sample = bootstrap._draw_sample(setup, rng, n_pos, bootstrap._Scratch())
-    got = bootstrap._evaluate(sample, setup)
-    for r in range(n_pos.size):
-        n_neg = setup.n - n_pos[r]
-        row_pos, row_neg = sample.positives[r], sample.negatives[r]
-        # Rows: the drawn scores, sorted, then +inf padding.
-        assert np.isfinite(row_pos[: n_pos[r]]).all() and np.isinf(row_pos[n_pos[r] :]).all()
-        assert np.isfinite(row_neg[:n_neg]).all() and np.isinf(row_neg[n_neg:]).all()
-        assert np.all(np.diff(row_pos[: n_pos[r]]) >= 0) and np.all(np.diff(row_neg[:n_neg]) >= 0)
-        expected = reference_precision(row_pos[: n_pos[r]], row_neg[:n_neg], LEVELS)
-        np.testing.assert_allclose(got[r], expected, rtol=1e-14)
-
-
-def test_identity_resample_reproduces_the_empirical_curve_exactly():
-    scores, labels = population.binormal(neg=(0, 1), pos=(1, 1), prevalence=0.3).sample(700, seed=5)
-    beta = recall_grid()
-    setup = make_setup(scores, labels, method="stratified", beta=beta)
-    identity = bootstrap._CountedSample(
-        n_positive=np.array([setup.n_positive]),
-        n_negative=np.array([setup.n_negative]),
-        positive_cumcounts=np.arange(1, setup.n_positive + 1)[None, :],
-        negative_cumcounts=np.arange(1, setup.n_negative + 1)[None, :],
+        setup = make_setup(scores, labels, method=method)
+    reference = per_item_replicates(
+        setup, scores[labels], scores[~labels], np.random.default_rng(5), 4000
     )
-    expected = empirical_pr(scores, labels, beta)
-    np.testing.assert_array_equal(bootstrap._evaluate(identity, setup)[0], expected)
-    np.testing.assert_array_equal(setup.precision, empirical_pr(scores, labels, beta))
-
-
-def test_smoothing_adds_gaussian_noise_of_the_bandwidth():
-    # Constant classes: every smoothed positive is 1 + N(0, h^2).
-    scores = np.r_[np.ones(400), np.zeros(600)]
-    labels = np.r_[np.ones(400), np.zeros(600)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tied positives: TiedScoresWarning by design
-        setup = make_setup(scores, labels, bandwidth=0.1)
-    rng = np.random.default_rng(3)
-    n_pos = np.array([400, 400, 400])
-    sample = bootstrap._draw_sample(setup, rng, n_pos, bootstrap._Scratch())
-    assert sample.positives.dtype == np.float32  # range 10 h: float32 draws
-    # Draws are centred on the middle of the score range.
-    noise = (sample.positives.astype(float) + setup.draw_centre - 1.0).ravel() / 0.1
-    # Kolmogorov-Smirnov at level 1e-4: fails only if the noise is not N(0, h^2).
-    assert stats.kstest(noise, "norm").pvalue > 1e-4
-
-
-def test_draws_are_float32_only_where_rounding_is_negligible():
-    # A score range of a few bandwidths: float32; an outlier 1e4 bandwidths away: float64.
-    rng = np.random.default_rng(0)
-    scores, labels = rng.normal(size=2000), rng.random(2000) < 0.3
-    setup = make_setup(scores, labels, bandwidth=0.1)
-    assert setup.draw_positive.dtype == setup.draw_negative.dtype == np.float32
-    np.testing.assert_allclose(
-        setup.draw_negative + setup.draw_centre, setup.negative_scores, rtol=0, atol=1e-6
-    )
-    with_outlier = np.r_[scores, 1e3]
-    setup = make_setup(with_outlier, np.r_[labels, False], bandwidth=0.1)
-    assert setup.draw_positive.dtype == setup.draw_negative.dtype == np.float64
-    # Huge scores: centring keeps float32 usable whenever the *spread* is small.
-    setup = make_setup(scores + 1e9, labels, bandwidth=0.1)
-    assert setup.draw_negative.dtype == np.float32
-    assert abs(setup.draw_centre - 1e9) < 10
-    # Without smoothing nothing is drawn in float32.
-    assert bootstrap.smoothed_draw_dtype(1.0, 0.0) is np.float64
-
-
-def test_float32_draws_give_the_band_distribution_of_float64_draws():
-    # The same sample drawn both ways: the sup-deviations agree in distribution (two-sample KS
-    # at level 1e-4 on 500 replicates each).
-    scores, labels = binormal(0.3).sample(3000, seed=2)
-    setup = make_setup(scores, labels)
-    assert setup.draw_positive.dtype == np.float32
-    in_float64 = dataclasses.replace(
-        setup,
-        draw_positive=setup.positive_scores - setup.draw_centre,
-        draw_negative=setup.negative_scores - setup.draw_centre,
-    )
-    sups = [
-        np.abs(run_replicate_batch(s, 500, np.random.SeedSequence(seed)).precision
-               - setup.precision).max(axis=1)
-        for s, seed in ((setup, 11), (in_float64, 12))
-    ]
+    drawn = run_replicate_batch(setup, 4000, np.random.SeedSequence(6)).precision
+    # Two-sample KS at level 1e-4 on 4000 replicates each, at five recall levels and for the sup
+    # deviation: detects a cdf difference of ~0.045; the laws are the same, so only a wrong
+    # kernel fails (on atoms KS is conservative).
+    for column in (5, 30, 50, 70, 95):
+        assert stats.ks_2samp(drawn[:, column], reference[:, column]).pvalue > 1e-4
+    sups = [np.abs(c - setup.precision).max(axis=1) for c in (drawn, reference)]
     assert stats.ks_2samp(*sups).pvalue > 1e-4
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_box_muller_normals_are_standard_normal(dtype):
-    rng = np.random.default_rng(5)
-    z = bootstrap._normal(rng, 999_999, 2.5, bootstrap._Scratch(), dtype=dtype) / 2.5  # odd
-    assert z.dtype == dtype and z.shape == (999_999,) and np.isfinite(z).all()
-    # KS at level 1e-4 on 1e6 draws detects a cdf error of ~0.002; the transform's float32 angle
-    # errs by < 1e-6, so only a wrong transform fails.
-    assert stats.kstest(z.ravel(), "norm").pvalue > 1e-4
-    # The two halves of each pair (cos and sin) are independent: no correlation between them.
-    flat = z.ravel()
-    half = (flat.size + 1) // 2
-    assert abs(np.corrcoef(flat[: flat.size - half], flat[half:])[0, 1]) < 4.5 / math.sqrt(half)
+class ExactSmoothedLaw:
+    """The smoothed law without a table: the cdf term by term, the quantile by Newton's method."""
+
+    def __init__(self, scores, h, start):
+        self.scores, self.h, self.start = scores, h, start
+
+    def cdf(self, t):
+        return exact_smoothed_cdf(self.scores, self.h, t)
+
+    def quantile(self, u):
+        t = self.start.quantile(u)  # within the table's error: Newton converges in a few steps
+        for _ in range(4):
+            z = (t.reshape(-1, 1) - self.scores) / self.h
+            density = np.exp(-0.5 * z * z).mean(axis=1).reshape(t.shape) / math.sqrt(2 * math.pi)
+            t = t - (self.cdf(t) - u) / (density / self.h)
+        assert np.abs(self.cdf(t) - u).max() < 1e-13
+        return t
+
+
+def test_tabulated_laws_move_the_bands_by_under_one_percent_of_their_width():
+    # The same random numbers through the tables and through the exact smoothed cdfs.
+    scores, labels = binormal(0.3).sample(1000, seed=7)
+    setup = make_setup(scores, labels)
+    pos, neg = np.sort(scores[labels == 1]), np.sort(scores[labels == 0])
+    exact = dataclasses.replace(
+        setup,
+        positive_law=ExactSmoothedLaw(pos, setup.bandwidth, setup.positive_law),
+        negative_law=ExactSmoothedLaw(neg, setup.bandwidth, setup.negative_law),
+    )
+    radii, curves = [], []
+    for s in (setup, exact):
+        curves.append(run_replicate_batch(s, 300, np.random.SeedSequence(8)).precision)
+        deviation = np.abs(curves[-1] - setup.precision)
+        weights = np.ones(300)
+        radii.append(
+            (weighted_quantile(deviation.max(axis=1), weights, 0.95),
+             weighted_quantile(deviation, weights, 0.95))
+        )
+    # Every count moves by <= n error_bound = 0.001 items in expectation: a whole item rarely.
+    assert np.mean(curves[0] != curves[1]) < 0.01
+    (sup, pointwise), (exact_sup, exact_pointwise) = radii
+    # Band widths are twice the radii: the difference is under 1 % of the width at every recall.
+    assert abs(sup - exact_sup) <= 0.01 * 2 * exact_sup
+    assert np.all(np.abs(pointwise - exact_pointwise) <= 0.01 * 2 * exact_pointwise)
 
 
 def test_positive_counts_follow_each_method():
@@ -416,7 +396,7 @@ def test_same_seed_same_bands_and_seed_none_is_reproducible():
 def test_replicates_are_the_seeded_batches_in_order():
     scores, labels = binormal(0.3).sample(50_000, seed=3)
     reps = bootstrap_replicates(scores, labels, replicates=100, seed=5)
-    sizes = replicate_batch_sizes(100, 50_000)
+    sizes = replicate_batch_sizes(100)
     assert reps.batch_sizes == sizes and len(sizes) > 1
     setup = make_setup(scores, labels)
     seeds = np.random.SeedSequence(5).spawn(len(sizes))
@@ -427,13 +407,13 @@ def test_replicates_are_the_seeded_batches_in_order():
 
 
 @settings(max_examples=50, deadline=None)
-@given(replicates=st.integers(1, 5000), n=st.integers(1, 10**7))
-def test_batch_sizes_cover_the_replicates(replicates, n):
-    sizes = replicate_batch_sizes(replicates, n)
+@given(replicates=st.integers(1, 50_000))
+def test_batch_sizes_cover_the_replicates(replicates):
+    sizes = replicate_batch_sizes(replicates)
     assert sum(sizes) == replicates and all(s >= 1 for s in sizes)
     assert max(sizes) - min(sizes) <= 1 and list(sizes) == sorted(sizes, reverse=True)
-    # The fewest batches within the limits, in multiples of 8 (or one replicate each).
-    most = max(1, min(64, (1 << 22) // n))
+    # The fewest batches within the limit, in multiples of 8 (or one replicate each).
+    most = bootstrap._MAX_BATCH_REPLICATES
     assert max(sizes) <= most
     assert len(sizes) == replicates or (len(sizes) % 8 == 0 and (len(sizes) - 8) * most < replicates)
 
@@ -555,9 +535,35 @@ def test_client_must_be_a_distributed_client():
     rng = np.random.default_rng(0)
     labels = rng.random(200) < 0.5
     with pytest.raises(ParameterError, match="distributed.Client"):
-        bootstrap_bands(
+        prdist.bootstrap_bands(
             rng.normal(labels * 1.0), labels, replicates=10, client="tcp://localhost:8786"
         )
+    with pytest.raises(ParameterError, match="'map_batches'"):
+        bootstrap_bands(rng.normal(labels * 1.0), labels, replicates=10, map_batches="dask")
+
+
+def test_batches_run_where_map_batches_says():
+    scores, labels = binormal(0.3).sample(500, seed=1)
+    calls = []
+
+    def recording(setup, sizes, seeds):
+        calls.append(tuple(sizes))
+        return bootstrap.map_batches_in_process(setup, sizes, seeds)
+
+    mapped = bootstrap_bands(scores, labels, replicates=100, seed=3, map_batches=recording)
+    assert calls == [replicate_batch_sizes(100)]
+    pd.testing.assert_frame_equal(mapped, bootstrap_bands(scores, labels, replicates=100, seed=3))
+
+
+def test_core_never_imports_the_dataflow_layer():
+    # Imports point down: prdist.bootstrap (and prdist) import neither Dask nor prdist.dataflow.
+    code = (
+        "import sys, prdist, prdist.bootstrap; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed') "
+        "or m.startswith('prdist.dataflow')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prdist import paula_bounds, plan_paula
+from prdist.bootstrap import bootstrap_bands
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.run import extract_items, open_for_run, read_items
 from prdist.errors import ParameterError
@@ -126,9 +127,14 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     order = rank_order(scores, keys)
     items = pd.DataFrame({"rank": planned.ranks, "key": keys[order][planned.ranks - 1], "score": scores[order][planned.ranks - 1]})
     full = labels[order][planned.ranks - 1].astype(float)
-    # The PAULA bounds use the plan's own labels only: the arm changes nothing there.
-    alone = ev.estimate(ev.make_plan(keys.size, ev.EvaluationParams(eps=0.1, window=20)), full[planned.in_plan], params)
-    pd.testing.assert_frame_equal(ev.estimate(planned, full, params).bounds, alone.bounds)
+    # Every label counts: the arm's verdicts tighten the PAULA bounds where the counts of known
+    # correct / incorrect items above a rank say more (the slow oracle: counting rank by rank).
+    alone = ev.estimate(ev.make_plan(keys.size, ev.EvaluationParams(eps=0.1, window=20)), full[planned.in_plan], params).bounds
+    both = ev.estimate(planned, full, params).bounds
+    for row, (r, lo, hi) in enumerate(zip(both["rank"], both["yield_lower"], both["yield_upper"])):
+        known = full[planned.ranks <= r]
+        assert lo == max(alone["yield_lower"].iloc[row], (known == 1).sum())
+        assert hi == min(alone["yield_upper"].iloc[row], r - (known == 0).sum())
 
     bands = ev.bands(planned, items, full, params)
     assert list(bands.columns[:6]) == ["recall", "precision", "band_lower", "band_upper", "pointwise_lower", "pointwise_upper"]
@@ -136,3 +142,11 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     missing = full.copy()
     missing[np.flatnonzero(planned.in_band_arm)[0]] = np.nan
     assert ev.bands(planned, items, missing, params) is None  # an arm with holes is not i.i.d.
+    # An item nobody can judge never comes back: the bands proceed without it, and say so.
+    settled = np.isnan(missing)
+    without = ev.bands(planned, items, missing, params, settled=settled)
+    assert without.attrs["cannot_judge_left_out"] == 1 and "missing at random" in without.attrs["assumption"]
+    kept = planned.in_band_arm & ~settled
+    alone = bootstrap_bands(items["score"].to_numpy()[kept], full[kept], delta=params.delta, replicates=params.replicates,
+                            seed=params.seed)
+    np.testing.assert_array_equal(without["band_lower"], alone["band_lower"])

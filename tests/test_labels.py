@@ -56,7 +56,7 @@ def test_conflicting_labels_inside_one_import_are_refused_and_nothing_written(tm
     store = tmp_path / "store"
     good = write_labels(tmp_path / "good.csv", [1], [1], "csv")
     clash = write_labels(tmp_path / "clash.csv", [5, 5], [0, 1], "csv")
-    with pytest.raises(DataError, match="both 0 and 1"):
+    with pytest.raises(DataError, match="different verdicts from one annotator at one time"):
         import_labels(str(store), [good, clash])
     assert not store.exists()
 
@@ -64,16 +64,20 @@ def test_conflicting_labels_inside_one_import_are_refused_and_nothing_written(tm
 @pytest.mark.parametrize(
     ("content", "name", "message"),
     [
-        ("key,label\n1,2\n", "bad.csv", "label on row 1 is 2"),
-        ("key,label\n1,maybe\n", "bad.csv", "labels must be 0 or 1"),
+        ("key,label\n1,2\n", "bad.csv", "bad.csv: row 1 has the verdict '2'"),
+        ("key,label\n1,1\n2,\n3,maybe\n", "bad.csv", "bad.csv: row 3 has the verdict 'maybe'"),
         ("id,label\n1,1\n", "bad.csv", r"lacks the column\(s\) \['key'\]"),
-        ("key,label\n1,1\n", "bad.txt", "unknown format"),
         ("not json\n", "bad.jsonl", "could not be read as JSONL"),
+        ("[1, 2]", "bad.json", "must hold JSON objects"),
+        ("key,label\n1,1\n", "l.csv", None),
     ],
 )
 def test_bad_label_files_are_refused(tmp_path, content, name, message):
     path = tmp_path / name
     path.write_text(content)
+    if message is None:  # the control: the same shape, valid
+        assert read_label_file(str(path))["label"].tolist() == [1]
+        return
     with pytest.raises((DataError, InputError), match=message):
         read_label_file(str(path))
 

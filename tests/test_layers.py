@@ -24,13 +24,6 @@ PACKAGE = ROOT / "prdist"
 COMMANDS = {"prdist.cli", "prdist.cli_release", "prdist.__main__"}
 ENGINES = ("dask", "distributed", "prefect", "flows")
 
-#: Upward imports that other branches remove; each is tested (strict xfail) below, so the merge
-#: that removes it turns that test red until the entry goes too.
-KNOWN_UPWARD = {
-    ("prdist.bootstrap", "prdist.dataflow.bands"),  # fixed on branch boot
-}
-
-
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -124,25 +117,14 @@ def cycles(graph) -> list[list[str]]:
     return found
 
 
-def _without_known(graph):
-    return {module: {t for t in targets if (module, t) not in KNOWN_UPWARD} for module, targets in graph.items()}
-
-
 def test_no_layer_imports_a_layer_above_it():
-    assert upward_imports(_without_known(import_graph())) == set()
+    assert upward_imports(import_graph()) == set()
 
 
 def test_no_import_cycle_among_prdist_modules():
     # A package imports its parent package implicitly; only module-to-module edges can circle.
-    graph = {m: {t for t in ts if t != "prdist"} for m, ts in _without_known(import_graph()).items()}
+    graph = {m: {t for t in ts if t != "prdist"} for m, ts in import_graph().items()}
     assert cycles(graph) == []
-
-
-@pytest.mark.xfail(strict=True, reason="a known upward import, removed on another branch")
-@pytest.mark.parametrize("edge", sorted(KNOWN_UPWARD))
-def test_known_upward_import_is_gone(edge):
-    module, target = edge
-    assert target not in import_graph()[module]
 
 
 def test_the_scan_finds_what_it_looks_for():

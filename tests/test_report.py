@@ -334,7 +334,7 @@ def test_compare_table_matches_the_inputs(run, page):
 def test_label_budget_explains_unknown_labels(run, page):
     counts = run["manifest"]["counts"]
     assert counts["unknown"] > 0
-    assert f"{counts['unknown']:,} planned labels are still unknown" in page
+    assert f"{counts['unknown']:,} planned labels are unknown" in page
     assert "incorrect for the lower bound and as correct for the upper bound" in page
     plan = run["plan"]
     prefix = plan[plan["role"] == "prefix"]

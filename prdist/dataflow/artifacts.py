@@ -129,13 +129,17 @@ class RunOutcome:
     cutoffs: dict = field(default_factory=dict)
 
 
-def labels_fingerprint(labels) -> str:
+def labels_fingerprint(labels, kinds=None) -> str:
     """The part of a run id that the labels make: NaN (unknown) as -1, then 0/1, hashed.
+
+    ``kinds`` (the verdict kind of each label) joins the hash when given: a key turning from
+    missing to cannot judge changes what the run asks for, so it is another run.
 
     >>> labels_fingerprint([1.0, float("nan")]) == labels_fingerprint([1.0, float("nan")])
     True
     """
-    return run_id(np.nan_to_num(np.asarray(labels, dtype=np.float64), nan=-1).astype(np.int8).tobytes().hex())
+    values = np.nan_to_num(np.asarray(labels, dtype=np.float64), nan=-1).astype(np.int8).tobytes().hex()
+    return run_id(values) if kinds is None else run_id(values, np.asarray(kinds).tolist())
 
 
 def versions() -> dict:
@@ -149,7 +153,8 @@ def committed_outcome(run: RunDirectory) -> RunOutcome | None:
     if not run.is_committed():
         return None
     manifest = run.read_manifest()
-    return RunOutcome(run.url, manifest, manifest["counts"]["unknown"], manifest.get("annotation_task"), reused=True)
+    counts = manifest["counts"]
+    return RunOutcome(run.url, manifest, counts.get("awaiting", counts.get("unknown", 0)), manifest.get("annotation_task"), reused=True)
 
 
 def commit_run(run: RunDirectory, manifest: dict, missing: int, task: str | None, **extra) -> RunOutcome:

@@ -1,8 +1,9 @@
 """Bootstrap replicates of the PR curve scattered over a Dask cluster.
 
 The core (:mod:`prdist.bootstrap`) prepares a :class:`~prdist.bootstrap.BootstrapSetup` (the
-sorted labeled sample and the tuning) and a list of seeded batches; this module runs those batches
-on the workers of a ``distributed.Client``:
+class laws and the tuning) and a list of seeded batches, and hands them to a ``map_batches``
+function; :func:`submit_replicate_batches` is the one that runs them on the workers of a
+``distributed.Client``:
 
 1. the setup is scattered once to every worker (``broadcast=True``), so each batch task carries
    only its size and its ``SeedSequence``;
@@ -15,21 +16,66 @@ Batch boundaries depend only on (replicates, n), never on the number of workers,
 is computed by the same deterministic code from its own seed, so the bands are bit-for-bit the same
 on 1, 2 or N workers and in a single process (on one platform: see :mod:`prdist.bootstrap`).
 
-Users reach this through ``prdist.bootstrap_bands(..., client=client)``; the core imports this
-module only when a client is passed, so ``import prdist`` never imports Dask.
+Users reach this through :func:`bootstrap_bands` and :func:`bootstrap_replicates` here (also
+``prdist.bootstrap_bands``): the core's functions with a ``client`` parameter. The core never
+imports this module; ``prdist`` imports it on first use of those names.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 from distributed import Client
 
-from ..bootstrap import BootstrapSetup, ReplicateBatch, run_replicate_batch
+from .. import bootstrap
+from ..bootstrap import BootstrapReplicates, BootstrapSetup, ReplicateBatch, run_replicate_batch
 from ..errors import ParameterError
 
-__all__ = ["PendingBatches", "submit_replicate_batches"]
+__all__ = ["PendingBatches", "bootstrap_bands", "bootstrap_replicates", "submit_replicate_batches"]
+
+
+def bootstrap_bands(scores, labels, *, client: Client | None = None, **options) -> pd.DataFrame:
+    """:func:`prdist.bootstrap.bootstrap_bands`, its batches on ``client``'s workers if given.
+
+    Parameters
+    ----------
+    scores, labels : array-like of shape (n,)
+        The labeled i.i.d. sample.
+    client : distributed.Client, optional
+        Run the replicate batches on this Dask cluster; None runs them in this process. The
+        result is bit-for-bit the same either way.
+    **options
+        ``delta``, ``replicates``, ``method``, ``seed``, ``beta``, ``eps_beta``, ``bandwidth``,
+        ``instrumental_rate``: see :func:`prdist.bootstrap.bootstrap_bands`.
+    """
+    mapper = _batch_mapper(client, "bootstrap_bands")
+    return bootstrap.bootstrap_bands(scores, labels, map_batches=mapper, **options)
+
+
+def bootstrap_replicates(
+    scores, labels, *, client: Client | None = None, **options
+) -> BootstrapReplicates:
+    """:func:`prdist.bootstrap.bootstrap_replicates`, its batches on ``client`` if given."""
+    mapper = _batch_mapper(client, "bootstrap_replicates")
+    return bootstrap.bootstrap_replicates(scores, labels, map_batches=mapper, **options)
+
+
+def _batch_mapper(client, owner: str):
+    if client is None:
+        return None
+    _check_client(client, owner)
+    return functools.partial(submit_replicate_batches, client, owner=owner)
+
+
+def _check_client(client, owner: str) -> None:
+    if not isinstance(client, Client):
+        raise ParameterError(
+            f"The 'client' parameter of {owner} must be a distributed.Client (or None to run "
+            f"in this process). Got {type(client).__name__} instead."
+        )
 
 
 class PendingBatches:
@@ -83,11 +129,7 @@ def submit_replicate_batches(
     ParameterError
         ``client`` is not a ``distributed.Client``, or sizes and seeds differ in length.
     """
-    if not isinstance(client, Client):
-        raise ParameterError(
-            f"The 'client' parameter of {owner} must be a distributed.Client (or None to run "
-            f"in this process). Got {type(client).__name__} instead."
-        )
+    _check_client(client, owner)
     if len(sizes) != len(seeds):
         raise ParameterError(
             f"{owner} needs one seed per batch: got {len(sizes)} batch sizes and "

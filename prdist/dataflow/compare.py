@@ -95,6 +95,7 @@ from .compare_sampling import (
 )
 from .artifacts import RunOutcome
 from .parquet import DEFAULT_PARTITION_ROWS
+from .unjudged import estimate_labeled
 
 __all__ = [
     "ALLOCATIONS",
@@ -123,7 +124,7 @@ __all__ = [
 def run_compare(systems, *, out: str, params: CompareParams, labels: str | None = None,
                 exhaustive: str | None = None, storage_options=None, client=None, key: str = "key",
                 score: str = "score", partition_rows: int = DEFAULT_PARTITION_ROWS,
-                bucket_rows: int = DEFAULT_BUCKET_ROWS) -> RunOutcome:
+                bucket_rows: int = DEFAULT_BUCKET_ROWS, rule: str = "majority") -> RunOutcome:
     """Compare systems end to end: open, draw, join, label, estimate, write (the flow's steps in order).
 
     Parameters
@@ -172,9 +173,9 @@ def run_compare(systems, *, out: str, params: CompareParams, labels: str | None 
         sample_of = read_exhaustive(exhaustive, key_kind=opened[0].resource.key_kind, storage_options=storage_options)
     drawn = draw_sample(opened, params, extra_keys=None if sample_of is None else sample_of.keys, client=client,
                         partition_rows=partition_rows, bucket_rows=bucket_rows)
-    labeled = attach_labels(drawn, labels, storage_options=storage_options)
+    labeled = attach_labels(drawn, labels, storage_options=storage_options, rule=rule)
     frame = diagnostics = None
     if labeled.missing == 0:
-        frame, diagnostics = estimate_systems(labeled.sample, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
+        frame, diagnostics = estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
     return write_compare(opened, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,
                          labels=labels, exhaustive=sample_of, storage_options=storage_options)

@@ -9,7 +9,7 @@ by :func:`prdist.dataflow.artifacts.commit_run`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -106,27 +106,45 @@ def read_exhaustive(url: str, *, key_kind: str, storage_options=None) -> Exhaust
 
 @dataclass(frozen=True, eq=False)
 class LabeledSample:
-    """The joint sample with the labels the store holds, and what the lookup found."""
+    """The joint sample with the labels the store holds, and what the lookup found.
+
+    ``cannot_judge`` marks the drawn items nobody can judge: they never come back as a label,
+    so ``missing`` (what awaits annotation) leaves them out.
+    """
 
     sample: JointSample
     missing: int
     relabeled: int
     relabeled_examples: tuple[str, ...]
+    cannot_judge: np.ndarray | None = None
+    disputed: int = 0
+    agreement: dict = field(default_factory=dict)
+
+    @property
+    def awaiting(self) -> np.ndarray:
+        unknown = np.isnan(self.sample.labels)
+        return unknown if self.cannot_judge is None else unknown & ~self.cannot_judge
 
 
-def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None) -> LabeledSample:
-    """Look every drawn key up in the shared label store (by key: one label serves every system).
+def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None, rule: str = "majority") -> LabeledSample:
+    """Look every drawn key up in the shared label store (by key: one label serves every system),
+    several annotators' verdicts made one by ``rule``.
 
     A store that does not exist yet holds no labels.
     """
     keys = drawn.sample.keys
-    lookup = lookup_labels(store, keys, storage_options=storage_options)
-    values = lookup.labels.reindex(normalise_keys(keys).to_numpy()).to_numpy(dtype=np.float64)
+    lookup = lookup_labels(store, keys, storage_options=storage_options, rule=rule)
+    text = normalise_keys(keys).to_numpy()
+    values = lookup.labels.reindex(text).to_numpy(dtype=np.float64)
+    kinds = lookup.kinds.reindex(text).to_numpy(dtype=object)
     sample = drawn.sample.with_labels(keys, values)
-    return LabeledSample(sample, int(np.isnan(sample.labels).sum()), lookup.relabeled, lookup.examples)
+    cannot = kinds == "cannot_judge"
+    return LabeledSample(sample, int((np.isnan(sample.labels) & ~cannot).sum()), lookup.relabeled, lookup.examples,
+                         cannot_judge=cannot, disputed=int((kinds == "disputed").sum()),
+                         agreement=dict(lookup.agreement.to_dict(), rule=rule))
 
 
-def annotation_items(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
+def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None) -> pd.DataFrame:
     """The drawn items still without a label: what an annotator needs to see.
 
     Returns
@@ -136,7 +154,7 @@ def annotation_items(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
         systems that output it, ``;``-separated), ``draws`` (how often it was drawn in all), then
         ``score_<system>`` for every system (NaN where the system does not output it).
     """
-    unknown = np.isnan(sample.labels)
+    unknown = np.isnan(sample.labels) if awaiting is None else awaiting
     names = np.array(sample.systems, dtype=object)
     present = ~np.isnan(drawn.scores[unknown])
     frame = pd.DataFrame(
@@ -256,7 +274,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     missing = labeled.missing
     if missing == 0 and frame is None:
         raise ParameterError("write_compare needs the estimates ('frame') of a fully labeled sample.")
-    labels_fp = labels_fingerprint(sample.labels)
+    labels_fp = labels_fingerprint(sample.labels, labeled.cannot_judge)
     fingerprints = [[s.name, s.resource.fingerprint] for s in systems]
     exhaustive_fp = None if exhaustive is None else exhaustive.fingerprint
     run = RunDirectory(out, run_id("compare", fingerprints, params.to_dict(), exhaustive_fp, labels_fp), storage_options)
@@ -267,12 +285,13 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     task_url = None
     results = None
     if missing:
-        task_url, _ = export_annotation_task(annotation_items(drawn, sample), run.url, storage_options=storage_options)
+        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting), run.url, storage_options=storage_options)
     else:
         run.write_table("compare.parquet", frame)
         results = frame[["system", "precision", "precision_ci_low", "precision_ci_high", "recall", "pooled_recall", "n_samples"]]
         results = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
                    for row in results.to_dict(orient="records")]
+    unknown = int(np.isnan(sample.labels).sum())
     total_draws = int(sample.counts.sum())
     manifest = {
         "status": "complete",
@@ -297,11 +316,15 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
         },
         "counts": {
             "annotations": int(sample.keys.size),
-            "labeled": int(sample.keys.size - missing),
-            "unknown": int(missing),
+            "labeled": int(sample.keys.size - unknown),
+            "unknown": unknown,
+            "cannot_judge": int(0 if labeled.cannot_judge is None else labeled.cannot_judge.sum()),
+            "disputed": labeled.disputed,
+            "awaiting": int(missing),
             "draws": total_draws,
             "relabeled": labeled.relabeled,
         },
+        "agreement": labeled.agreement or None,
         "results": results,
         "diagnostics": diagnostics or {},
         "annotation_task": task_url,

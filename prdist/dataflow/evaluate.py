@@ -14,12 +14,13 @@ import pandas as pd
 
 from .. import derived
 from .._validation import check_choice, check_float, check_int
-from ..bootstrap import bootstrap_bands
 from ..bounds import paula_bounds
 from ..errors import DataError, ParameterError
 from ..plan import plan_paula
 from ..sampling import estimate_random, estimate_stratified, plan_random, plan_stratified
+from ..verdicts import AGGREGATIONS, kinds_of
 from .artifacts import run_id
+from .bands import bootstrap_bands
 from .labels import LabelLookup, lookup_labels, normalise_keys
 from .storage import join_url
 
@@ -61,6 +62,9 @@ class EvaluationParams:
         Also draw a uniform random arm of ``band_sample`` items and compute bootstrap bands.
     targets : tuple of float
         Precision targets for the deepest guaranteed cut-offs.
+    aggregate : {"majority", "latest", "dawid-skene"}
+        How the verdicts of several annotators make one label per item
+        (:func:`prdist.verdicts.aggregate`).
     """
 
     method: str = "paula"
@@ -76,6 +80,7 @@ class EvaluationParams:
     band_sample: int = 2000
     replicates: int = 1000
     targets: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7)
+    aggregate: str = "majority"
 
     def __post_init__(self):
         owner = "EvaluationParams"
@@ -94,6 +99,7 @@ class EvaluationParams:
         check_int(self.replicates, name="replicates", owner=owner, low=10)
         for t in self.targets:
             check_float(t, name="targets", owner=owner, low=0.0, high=1.0, low_open=True)
+        check_choice(self.aggregate, name="aggregate", owner=owner, choices=AGGREGATIONS)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -165,38 +171,66 @@ def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     return plan_random(n, size=min(n, params.band_sample), seed=seed).ranks
 
 
-def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params: EvaluationParams, *, client=None) -> pd.DataFrame | None:
-    """Bootstrap bands of the PR curve from the random arm; None while any arm label is missing
-    or when the arm has no PR curve to band (a single class, too few positives).
+def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params: EvaluationParams, *, client=None,
+          settled: np.ndarray | None = None) -> pd.DataFrame | None:
+    """Bootstrap bands of the PR curve from the random arm; None while an arm item that can still
+    be labeled lacks its label, or when the arm has no PR curve to band (a single class, too few
+    positives).
 
-    The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; an arm with
-    unknown labels is not one (dropping them could bias it), so bands wait for every label.
+    The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; dropping items
+    still awaiting labels could bias it, so bands wait for them. Items nobody can judge
+    (``settled``: True where the unknown label will never come) are left out under the stated
+    assumption that they are missing at random; ``attrs`` record how many.
     """
     if planned.in_band_arm is None:
         return None
     arm_labels = labels[planned.in_band_arm]
-    if np.isnan(arm_labels).any():
+    unknown = np.isnan(arm_labels)
+    never = unknown & (np.zeros(unknown.size, bool) if settled is None else np.asarray(settled)[planned.in_band_arm])
+    if (unknown & ~never).any():
         return None
     scores = items["score"].to_numpy(dtype=np.float64)[planned.in_band_arm]
     # The arm was drawn from SeedSequence([seed, 0xBA7D5]); the replicates use SeedSequence(seed).
     try:
-        return bootstrap_bands(scores, arm_labels, delta=params.delta, replicates=params.replicates, seed=params.seed, client=client)
+        out = bootstrap_bands(scores[~never], arm_labels[~never], delta=params.delta, replicates=params.replicates,
+                              seed=params.seed, client=client)
     except DataError:
         # A degenerate arm (one class, too few positives, constant scores) has no PR curve to
         # band; the run still completes, its manifest saying the bands are unavailable.
         return None
+    out.attrs.update(cannot_judge_left_out=int(never.sum()),
+                     assumption="items nobody can judge are missing at random" if never.any() else "none")
+    return out
 
 
 @dataclass(frozen=True, eq=False)
 class LabelResolution:
+    """The label of every extracted item and why the unknown ones are unknown.
+
+    ``kinds`` holds, per item, "correct", "incorrect", "cannot_judge" (nobody can judge it: never
+    requested again), "disputed" (annotators tie: requested from one more annotator) or "missing"
+    (no verdict yet). ``labels`` is 1 / 0 where known and NaN otherwise, which the bounds count as
+    0 (lower) and 1 (upper).
+    """
+
     labels: np.ndarray  # float64 aligned with the items; NaN = unknown
+    kinds: np.ndarray  # str aligned with the items
     from_oracle: int
     from_store: int
     relabeled: int
+    agreement: dict = field(default_factory=dict)
+
+    def count(self, kind: str) -> int:
+        return int(np.count_nonzero(self.kinds == kind))
 
     @property
     def unknown(self) -> int:
         return int(np.isnan(self.labels).sum())
+
+    @property
+    def awaiting(self) -> np.ndarray:
+        """Items that can still be labeled but have no verdict (missing or disputed)."""
+        return np.isin(self.kinds, ("missing", "disputed"))
 
     def to_dict(self) -> dict:
         known = self.labels[~np.isnan(self.labels)]
@@ -204,6 +238,9 @@ class LabelResolution:
             "annotations": int(self.labels.size),
             "labeled": int(known.size),
             "unknown": self.unknown,
+            "cannot_judge": self.count("cannot_judge"),
+            "disputed": self.count("disputed"),
+            "awaiting": int(self.awaiting.sum()),
             "positives": int(known.sum()),
             "from_oracle": self.from_oracle,
             "from_store": self.from_store,
@@ -211,8 +248,10 @@ class LabelResolution:
         }
 
 
-def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, store: str | None = None, storage_options=None) -> LabelResolution:
-    """Labels of the extracted items: the oracle column in simulations, else the label store."""
+def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, store: str | None = None, storage_options=None,
+                   rule: str = "majority") -> LabelResolution:
+    """Labels of the extracted items: the oracle column in simulations, else the label store's
+    verdicts aggregated by ``rule``."""
     if oracle_column is not None:
         if oracle_column not in items.columns:
             raise ParameterError(
@@ -223,10 +262,13 @@ def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, sto
         bad = ~np.isnan(values) & (values != 0) & (values != 1)
         if bad.any():
             raise ParameterError(f"The oracle column {oracle_column!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
-        return LabelResolution(values, from_oracle=int((~np.isnan(values)).sum()), from_store=0, relabeled=0)
-    lookup: LabelLookup = lookup_labels(store, items["key"], storage_options=storage_options)
-    values = lookup.labels.reindex(normalise_keys(items["key"])).to_numpy(dtype=np.float64)
-    return LabelResolution(values, from_oracle=0, from_store=int((~np.isnan(values)).sum()), relabeled=lookup.relabeled)
+        return LabelResolution(values, kinds_of(values), from_oracle=int((~np.isnan(values)).sum()), from_store=0, relabeled=0)
+    lookup: LabelLookup = lookup_labels(store, items["key"], storage_options=storage_options, rule=rule)
+    keys = normalise_keys(items["key"])
+    values = lookup.labels.reindex(keys).to_numpy(dtype=np.float64)
+    kinds = lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=str)
+    return LabelResolution(values, kinds, from_oracle=0, from_store=int((~np.isnan(values)).sum()), relabeled=lookup.relabeled,
+                           agreement=dict(lookup.agreement.to_dict(), rule=rule))
 
 
 @dataclass(frozen=True, eq=False)
@@ -241,13 +283,23 @@ class Estimate:
 
 
 def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams) -> Estimate:
-    """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items."""
+    """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items.
+
+    PAULA's deterministic bounds (``confidence`` None) also take every other known verdict of
+    the run (the bands' random arm) where it tightens them: :func:`with_every_label`.
+    """
+    every = labels
     labels = planned.plan_labels(labels)
     if planned.method == "paula":
         kwargs = {} if params.confidence is None else {"confidence": params.confidence}
         b = paula_bounds(planned.plan, labels, **kwargs)
         cutoffs = {t: derived.deepest_rank(b, t) for t in params.targets}
-        return Estimate(b.table(), cutoffs, derived.average_precision_bounds(b), b.diagnostics.to_dict(), b)
+        table, diagnostics = b.table(), b.diagnostics.to_dict()
+        if params.confidence is None:
+            table = with_every_label(table, planned.ranks, every)
+            diagnostics["tightened_by_other_labels"] = int((table["yield_lower"] != b.table()["yield_lower"]).sum()
+                                                           + (table["yield_upper"] != b.table()["yield_upper"]).sum())
+        return Estimate(table, cutoffs, derived.average_precision_bounds(b), diagnostics, b)
     plan = planned.plan
     if planned.method == "random":
         ranks = _evaluation_ranks(plan.n, params)
@@ -270,6 +322,32 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
     return Estimate(table, {}, None, diagnostics)
 
 
+def with_every_label(table: pd.DataFrame, ranks: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
+    """Tighten a bounds table with the assumption-free counts of every known verdict.
+
+    Whatever arm a verdict came from, the yield at rank r is at least the number of items known
+    correct at ranks <= r and at most r minus those known incorrect. Where the two disagree
+    (the table's own assumptions are false there), the counts, which need none, are kept.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"rank": [2, 4], "precision_lower": [0.0, 0.0], "precision_upper": [1.0, 1.0],
+    ...                   "yield_lower": [0.0, 0.0], "yield_upper": [2.0, 4.0]})
+    >>> with_every_label(t, np.array([1, 3, 4]), np.array([1.0, 0.0, np.nan]))[["yield_lower", "yield_upper"]].values.tolist()
+    [[1.0, 2.0], [1.0, 3.0]]
+    """
+    r = table["rank"].to_numpy()
+    at = np.searchsorted(ranks, r, side="right")
+    correct = np.concatenate(([0], np.cumsum(labels == 1)))[at]
+    incorrect = np.concatenate(([0], np.cumsum(labels == 0)))[at]
+    lower = np.maximum(table["yield_lower"].to_numpy(), correct)
+    upper = np.minimum(table["yield_upper"].to_numpy(), r - incorrect)
+    crossed = lower > upper
+    lower, upper = np.where(crossed, correct, lower), np.where(crossed, r - incorrect, upper)
+    return table.assign(yield_lower=lower.astype(np.float64), yield_upper=upper.astype(np.float64),
+                        precision_lower=lower / r, precision_upper=upper / r)
+
+
 def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     """Ranks to report sampling estimates at: the PAULA grid (comparable tables) plus n."""
     paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
@@ -277,8 +355,14 @@ def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     return np.unique(np.concatenate((prefix, paula.grid, [n])))
 
 
-def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray) -> pd.DataFrame:
-    """The rows of plan.parquet: rank, key, score, role, grid_index, label."""
+def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, kinds: np.ndarray | None = None) -> pd.DataFrame:
+    """The rows of plan.parquet: rank, key, score, role, grid_index, label, verdict.
+
+    ``verdict`` says why a label is what it is: correct, incorrect, cannot_judge, disputed or
+    missing (see :class:`LabelResolution`); without ``kinds`` it follows from the labels.
+    """
+    if kinds is None:
+        kinds = kinds_of(labels)
     return pd.DataFrame(
         {
             "rank": planned.ranks.astype(np.int64),
@@ -287,6 +371,6 @@ def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray) -
             "role": planned.role.astype(str),
             "grid_index": pd.array(np.where(planned.grid_index >= 0, planned.grid_index, None), dtype="Int32"),
             "label": labels.astype(np.float64),
+            "verdict": np.asarray(kinds, dtype=str),
         }
     )
-

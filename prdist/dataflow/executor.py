@@ -11,6 +11,10 @@ this module a plain function and the items to map it over; this module decides w
   cluster once, not embedded in every task.
 - :func:`run_tasks` maps, reports progress, gathers, and raises the first task's exception
   (``client.gather`` does), releasing every future either way.
+- :func:`run_all` and :func:`compute_all` (writers) wait for every task to end before raising
+  the first error: a scheduler stops waiting at the first task that raises while the others
+  keep writing, and the caller must see every write end before it removes what a failed one
+  left.
 - :func:`map_reduce` merges the results in a tree (a histogram over every partition);
   :func:`map_shuffle` hashes every task's output into buckets and reduces each bucket in one
   task (the support shuffle of a comparison).
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import dask
+
 from .parquet import Footer, Partition
 from .progress import report_progress
 
-__all__ = ["map_partitions", "map_reduce", "map_shuffle", "run_tasks"]
+__all__ = ["compute_all", "map_partitions", "map_reduce", "map_shuffle", "run_all", "run_tasks"]
 
 #: How many partial results one merge task combines in :func:`map_reduce`'s tree.
 FAN_IN = 8
@@ -52,6 +58,49 @@ def run_tasks(client, function, partitions, *args):
     finally:
         for future in [*futures, *shipped]:
             future.release()
+
+
+def run_all(client, function, items, *args, broadcast=None) -> list:
+    """``[function(item, *args, **broadcast) for item in items]``; every task ends before an error is raised.
+
+    ``broadcast``: keyword arguments every task shares, sent to every worker once (and then
+    unpickled once per worker, not per task).
+    """
+    broadcast = dict(broadcast or {})
+    if client is None:
+        return [function(item, *args, **broadcast) for item in items]
+    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
+    futures = [client.submit(function, item, *args, **shared, pure=False) for item in items]
+    try:
+        return _gather_then_raise(client, futures)
+    finally:
+        for future in [*futures, *shared.values()]:
+            future.release()
+
+
+def compute_all(client, graph) -> list:
+    """Compute a Dask collection's partitions (``graph()`` returns delayed objects); every task
+    ends before an error is raised.
+
+    ``graph`` is called here, where the engine is chosen: ``client=None`` is in-process (Dask's
+    synchronous scheduler, and a task-based shuffle, which needs no cluster), like every
+    function of this module.
+    """
+    if client is None:
+        with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+            return list(dask.compute(*graph(), scheduler="sync"))
+    futures = client.compute(graph())
+    try:
+        return _gather_then_raise(client, futures)
+    finally:
+        for future in futures:
+            future.release()
+
+
+def _gather_then_raise(client, futures) -> list:
+    for future in futures:
+        future.exception()  # waits for the task to end (on the future's own client), raises nothing
+    return client.gather(futures)  # raises the first failed task's error, all of them ended
 
 
 def map_reduce(client, function, merge, partitions, *, broadcast=None, **kwargs):

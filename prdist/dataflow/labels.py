@@ -1,19 +1,21 @@
-"""The label store: append-only Parquet keyed by item key, shared by every release and system.
+"""The label store: append-only Parquet records of verdicts, shared by every release and system.
 
-One human label serves every resource that contains the item, so labels live apart from runs and
-resources. Each import appends one new Parquet file (a create-only write, so concurrent imports
-never overwrite each other) holding ``key, label, source, annotator, time``. Keys are stored as
-text (an integer key 42 is stored as "42"), which makes the store independent of how each
-resource types its key column.
+One human verdict serves every resource that contains the item, so labels live apart from runs
+and resources. Each import appends one new Parquet file (a create-only write, so concurrent imports
+never overwrite each other) holding one record per verdict: ``key, label, source, annotator,
+time``, where ``label`` is 1 (correct), 0 (incorrect) or -1 (cannot judge) and ``time`` is when
+the annotator gave it (the import time when the tool does not say). Keys are stored as text (an
+integer key 42 is stored as "42"), which makes the store independent of how each resource types
+its key column. Stores written before verdicts had annotators (key, label 0/1) read unchanged.
 
-Conflicts: two labels for one key inside one import are refused. Across imports the most recent
-label wins (a correction), and lookups report how many keys were relabeled so that disagreement is
-visible, never silent.
+A key's verdict comes from all its records by a stated rule (:func:`prdist.verdicts.aggregate`):
+by default the majority of each annotator's latest verdict, a tie being "disputed". Records from
+one anonymous annotator reduce to "the latest import wins" (a correction); keys whose records
+disagree are counted, so that disagreement is visible, never silent.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -27,6 +29,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
+from ..verdicts import CANNOT_JUDGE, Agreement, VerdictWords, aggregate, agreement
+from .label_formats import raw_records
 from .storage import check_regular_file, exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
 
 __all__ = [
@@ -37,6 +41,9 @@ __all__ = [
     "lookup_labels",
     "normalise_keys",
     "read_label_file",
+    "label_studio_config",
+    "read_store",
+    "store_status",
     "write_annotation_file",
 ]
 
@@ -49,8 +56,6 @@ STORE_SCHEMA = pa.schema(
         ("time", pa.timestamp("us", tz="UTC")),
     ]
 )
-_TRUE = {"1", "1.0", "true", "yes", "correct"}
-_FALSE = {"0", "0.0", "false", "no", "incorrect"}
 
 
 def normalise_keys(keys) -> pd.Series:
@@ -65,81 +70,40 @@ def normalise_keys(keys) -> pd.Series:
     return s.astype(str)
 
 
-def _parse_labels(values: pd.Series, origin: str) -> np.ndarray:
-    """0/1 labels from numbers, booleans or words; anything else is refused with its row."""
-    if values.dtype == bool:
-        return values.to_numpy().astype(np.int8)
-    text = values.astype(str).str.strip().str.lower()
-    out = np.full(len(text), -1, dtype=np.int8)
-    out[text.isin(_TRUE).to_numpy()] = 1
-    out[text.isin(_FALSE).to_numpy()] = 0
-    bad = np.flatnonzero(out < 0)
-    if bad.size:
-        i = int(bad[0])
-        value = values.iloc[i]
-        value = value.item() if hasattr(value, "item") else value
-        raise DataError(
-            f"{origin}: label on row {i + 1} is {value!r}; labels must be 0 or 1 "
-            f"(also accepted: true/false, yes/no). {bad.size} row(s) are affected. Fix them and import again."
-        )
-    return out
+def read_label_file(url: str, *, fmt: str = "auto", words: VerdictWords = VerdictWords(), storage_options=None) -> pd.DataFrame:
+    """Read and validate one label file: plain CSV / JSONL / Parquet or a tool's export.
 
-
-def read_label_file(url: str, *, storage_options=None) -> pd.DataFrame:
-    """Read and validate one label file (CSV, JSONL or Parquet, by extension).
+    ``fmt`` is one of :data:`prdist.dataflow.label_formats.FORMATS`; "auto" detects the tool from
+    the content (see :mod:`prdist.dataflow.label_formats`).
 
     Returns
     -------
-    DataFrame with columns key (str), label (int8), and annotator / source when the file has them.
-    Rows with an empty label (a task not finished yet) are skipped; ``attrs["skipped_blank"]``
-    counts them.
+    DataFrame with one row per verdict: key (str), label (int8: 1, 0, -1 = cannot judge),
+    annotator (str or None) and time (UTC, NaT when the file does not say). Rows with an empty
+    verdict (a task not finished yet) are skipped; ``attrs["skipped_blank"]`` counts them and
+    ``attrs["format"]`` names the format read.
     """
     fs, path = filesystem(url, storage_options)
-    suffix = PurePosixPath(path).suffix.lower()
-    readers = {".csv": _read_csv, ".jsonl": _read_jsonl, ".json": _read_jsonl, ".parquet": _read_parquet}
-    if suffix not in readers:
-        raise InputError(
-            f"Label file {url!r} has an unknown format {suffix or '(no extension)'!r}; use .csv, .jsonl or .parquet."
-        )
     if check_regular_file(fs, path, where=url, role="label file") is None:
         raise InputError(f"Label file {url!r} does not exist. Check the path.")
+    with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
+        data = fh.read()
+    found, raw = raw_records(data, origin=url, fmt=fmt)
+    if raw["key"].isna().any():
+        raise DataError(f"Label file {url!r} has {int(raw['key'].isna().sum())} row(s) without a key.")
+    blank = raw["value"].isna() | (raw["value"].astype(str).str.strip() == "")
+    raw = raw.loc[~blank.to_numpy()].reset_index(drop=True)
+    labels = words.parse(raw["value"].to_numpy(dtype=object), origin=url, rows=raw["row"].to_numpy())
     try:
-        with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
-            frame = readers[suffix](fh)
-    except (ValueError, pa.ArrowException, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"Label file {url!r} could not be read as {suffix[1:].upper()}: {exc}. Check its format.") from None
-    missing = {"key", "label"} - set(frame.columns)
-    if missing:
-        raise DataError(
-            f"Label file {url!r} lacks the column(s) {sorted(missing)}; it has {list(frame.columns)}. "
-            "A label file needs at least 'key' and 'label'."
-        )
-    if frame["key"].isna().any():
-        raise DataError(f"Label file {url!r} has {int(frame['key'].isna().sum())} row(s) without a key.")
-    # An annotation task comes back partly done: rows whose label is still empty are skipped.
-    blank = frame["label"].isna() | (frame["label"].astype(str).str.strip() == "")
-    frame = frame.loc[~blank].reset_index(drop=True)
-    out = pd.DataFrame({"key": normalise_keys(frame["key"]).to_numpy(), "label": _parse_labels(frame["label"], url)})
-    out.attrs["skipped_blank"] = int(blank.sum())
-    for extra in ("annotator", "source"):
-        if extra in frame.columns:
-            out[extra] = frame[extra].astype(str).to_numpy()
+        time = pd.to_datetime(raw["time"], utc=True, format="mixed").astype("datetime64[us, UTC]")
+    except (ValueError, TypeError) as exc:
+        raise DataError(f"Label file {url!r} has a time that is not a date: {exc}. Fix or drop the time column.") from None
+    annotator = raw["annotator"].astype(object).where(raw["annotator"].notna(), None)
+    out = pd.DataFrame({"key": normalise_keys(raw["key"].to_numpy()).to_numpy(), "label": labels,
+                        "annotator": annotator.map(lambda a: None if a is None else str(a)).to_numpy(dtype=object),
+                        "time": time.array})
+    out.attrs.update(skipped_blank=int(blank.sum()), format=found)
     return out
-
-
-def _read_csv(fh) -> pd.DataFrame:
-    return pd.read_csv(fh, dtype={"key": str}, keep_default_na=False, na_values=[""])
-
-
-def _read_jsonl(fh) -> pd.DataFrame:
-    rows = [json.loads(line) for line in io.TextIOWrapper(fh, encoding="utf-8") if line.strip()]
-    if rows and not all(isinstance(r, dict) for r in rows):
-        raise ValueError("every line must be a JSON object")
-    return pd.DataFrame(rows)
-
-
-def _read_parquet(fh) -> pd.DataFrame:
-    return pq.read_table(fh).to_pandas()
 
 
 @dataclass(frozen=True)
@@ -147,40 +111,49 @@ class ImportSummary:
     """What one ``import_labels`` call appended."""
 
     written: str
-    labels: int
+    labels: int  # verdict records
     positives: int
+    cannot_judge: int
+    keys: int
+    annotators: int
     files: tuple[str, ...]
+    formats: tuple[str, ...] = ()
 
 
 def import_labels(store: str, files, *, storage_options=None, source: str | None = None, annotator: str | None = None,
-                  resource: str | None = None, key: str = "key", score: str = "score") -> ImportSummary:
-    """Append the labels of ``files`` to the store at ``store`` in one create-only write.
+                  resource: str | None = None, key: str = "key", score: str = "score", fmt: str = "auto",
+                  words: VerdictWords = VerdictWords()) -> ImportSummary:
+    """Append the verdicts of ``files`` to the store at ``store`` in one create-only write.
 
     Every file is read and validated before anything is written, so a bad file leaves the store
-    untouched. Two different labels for one key within the import are refused. With ``resource``
-    (a Parquet resource URL with columns ``key`` and ``score``), labels for keys the resource does
-    not hold are refused too (:func:`keys_missing_from`: one pass over its key column). Without it
-    any key is accepted: one store serves many resources, and a run uses only its own keys' labels.
+    untouched. Records that cannot be told apart (one key, one annotator, one time) but disagree
+    are refused. With ``resource`` (a Parquet resource URL with columns ``key`` and ``score``),
+    labels for keys the resource does not hold are refused too (:func:`keys_missing_from`: one
+    pass over its key column). Without it any key is accepted: one store serves many resources,
+    and a run uses only its own keys' labels.
     """
     files = tuple(files)
     if not files:
-        raise InputError("No label files given. Name at least one CSV, JSONL or Parquet file.")
+        raise InputError("No label files given. Name at least one label file or tool export.")
     resolve(store, storage_options=storage_options)  # a bad store URL is refused before any file is read
-    frames = []
+    now = pd.Timestamp(datetime.now(timezone.utc))
+    frames, formats = [], []
     for url in files:
-        frame = read_label_file(url, storage_options=storage_options)
-        frame["source"] = frame["source"] if "source" in frame else (source or PurePosixPath(url).name)
-        frame["annotator"] = frame["annotator"] if "annotator" in frame else (annotator or "")
+        frame = read_label_file(url, fmt=fmt, words=words, storage_options=storage_options)
+        formats.append(frame.attrs["format"])
+        frame["source"] = source or PurePosixPath(url).name
+        frame["annotator"] = frame["annotator"].where(frame["annotator"].notna(), annotator or "")
+        frame["time"] = frame["time"].fillna(now)
         frames.append(frame)
     batch = pd.concat(frames, ignore_index=True)
-    clash = batch.groupby("key")["label"].nunique()
+    clash = batch.groupby(["key", "annotator", "time"])["label"].nunique()
     clash = clash[clash > 1]
     if len(clash):
         raise DataError(
-            f"The import labels {len(clash)} key(s) both 0 and 1, e.g. {clash.index[0]!r}. "
-            "Resolve the disagreement in the files and import again."
+            f"The import gives {len(clash)} key(s) different verdicts from one annotator at one time, e.g. "
+            f"{clash.index[0][0]!r}. Resolve the disagreement in the files (or name the annotators) and import again."
         )
-    batch = batch.drop_duplicates("key", keep="last")
+    batch = batch.drop_duplicates(["key", "annotator", "time"], keep="last")
     if resource is not None:
         url, missing = keys_missing_from(resource, batch["key"], storage_options=storage_options, key=key, score=score)
         if len(missing):
@@ -188,14 +161,15 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
                 f"The import labels {len(missing)} key(s) that {url} does not hold, e.g. {missing[0]!r}. "
                 "Check that the files label this resource (and its --key column), or import without --resource."
             )
-    batch["time"] = pd.Timestamp(datetime.now(timezone.utc))
     table = pa.Table.from_pandas(batch[["key", "label", "source", "annotator", "time"]], schema=STORE_SCHEMA, preserve_index=False)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = now.strftime("%Y%m%dT%H%M%S%fZ")
     target = join_url(store, f"labels-{stamp}-{uuid.uuid4().hex[:12]}.parquet")
     write_bytes_exclusive(target, sink.getvalue().to_pybytes(), storage_options=storage_options)
-    return ImportSummary(written=target, labels=len(batch), positives=int(batch["label"].sum()), files=files)
+    return ImportSummary(written=target, labels=len(batch), positives=int((batch["label"] == 1).sum()),
+                         cannot_judge=int((batch["label"] == CANNOT_JUDGE).sum()), keys=int(batch["key"].nunique()),
+                         annotators=int(batch["annotator"].nunique()), files=files, formats=tuple(formats))
 
 
 def keys_missing_from(resource: str, keys, *, storage_options=None, key: str = "key", score: str = "score") -> tuple[str, list[str]]:
@@ -225,27 +199,29 @@ def keys_missing_from(resource: str, keys, *, storage_options=None, key: str = "
     return opened.url, wanted[~held].tolist()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LabelLookup:
-    """Labels found in the store for a set of keys."""
+    """The verdicts the store holds for a set of keys, aggregated by one rule."""
 
-    labels: pd.Series  # float64 indexed by key text; NaN where the store has no label
-    relabeled: int = 0  # keys whose label changed between imports (the latest one is used)
+    labels: pd.Series  # float64 indexed by key text: 1 / 0, NaN where unknown (any reason)
+    kinds: pd.Series  # indexed by key text: correct / incorrect / cannot_judge / disputed / missing
+    relabeled: int = 0  # keys whose records disagree (across annotators or corrections)
     examples: tuple[str, ...] = field(default=())
+    agreement: Agreement = field(default_factory=lambda: Agreement(None, 0, 0))
+    rule: str = "majority"
 
     @property
     def missing(self) -> int:
         return int(self.labels.isna().sum())
 
 
-def lookup_labels(store: str | None, keys, *, storage_options=None) -> LabelLookup:
-    """Look up the latest label of every key without loading the store whole.
+def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.DataFrame:
+    """The store's records (key, label, source, annotator, time), only those of ``keys`` if given.
 
-    Only the rows whose key is asked for are materialised (a filtered Parquet scan of the store).
-    A store that does not exist yet holds no labels.
+    Only the rows whose key is asked for are materialised (a filtered Parquet scan). A store that
+    does not exist yet holds no records. ``label`` is 1, 0 or -1 (cannot judge).
     """
-    wanted = pd.Index(normalise_keys(keys).unique())
-    empty = LabelLookup(labels=pd.Series(np.nan, index=wanted, dtype=np.float64))
+    empty = pd.DataFrame({name: pd.Series(dtype=object) for name in STORE_SCHEMA.names})
     if store is None:
         return empty
     fs, path = filesystem(store, storage_options)
@@ -259,22 +235,27 @@ def lookup_labels(store: str | None, keys, *, storage_options=None) -> LabelLook
     try:
         with storage_errors(store, action="read"):
             dataset = ds.dataset(files, schema=STORE_SCHEMA, format="parquet", filesystem=fs)
-            found = dataset.to_table(
-                columns=["key", "label", "time"], filter=ds.field("key").isin(pa.array(wanted.to_numpy(), pa.string()))
-            ).to_pandas()
+            where = None if keys is None else ds.field("key").isin(pa.array(pd.Index(keys).to_numpy(dtype=object), pa.string()))
+            found = dataset.to_table(filter=where).to_pandas()
     except pa.ArrowException as exc:
         raise DataError(f"The label store {store!r} holds an unreadable file ({exc}). Move the damaged file aside.") from None
-    if found.empty:
-        return empty
-    found = found.sort_values(["key", "time"], kind="stable")
-    relabeled = found.groupby("key")["label"].nunique()
-    relabeled = relabeled[relabeled > 1]
-    latest = found.drop_duplicates("key", keep="last").set_index("key")["label"].astype(np.float64)
-    return LabelLookup(
-        labels=latest.reindex(wanted),
-        relabeled=len(relabeled),
-        examples=tuple(relabeled.index[:5]),
-    )
+    found["annotator"] = found["annotator"].fillna("")
+    return found
+
+
+def lookup_labels(store: str | None, keys, *, storage_options=None, rule: str = "majority") -> LabelLookup:
+    """Look up the verdict of every key by ``rule`` without loading the store whole."""
+    wanted = pd.Index(normalise_keys(keys).unique())
+    records = read_store(store, wanted, storage_options=storage_options)
+    records = records.rename(columns={"label": "verdict"})
+    outcomes = aggregate(records, rule).for_keys(wanted) if len(records) else None
+    if outcomes is None:
+        return LabelLookup(labels=pd.Series(np.nan, index=wanted, dtype=np.float64),
+                           kinds=pd.Series("missing", index=wanted, dtype=object), rule=rule)
+    disagree = records.groupby("key")["verdict"].nunique()
+    disagree = disagree[disagree > 1]
+    return LabelLookup(labels=outcomes["label"].astype(np.float64), kinds=outcomes["kind"], relabeled=len(disagree),
+                       examples=tuple(disagree.index[:5]), agreement=agreement(records), rule=rule)
 
 
 def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options=None) -> tuple[str, str]:
@@ -294,32 +275,106 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     return csv_url, jsonl_url
 
 
-def write_annotation_file(run_dir: str, out: str, *, storage_options=None) -> int:
-    """Copy a run's annotation task to ``out`` (.csv, .jsonl or .parquet); return its item count.
+EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".json": "label-studio"}
+# What annotators must not see unless asked: the system's confidence biases the verdict.
+_SCORE_COLUMNS = ("rank", "score")
+CHOICES = ("correct", "incorrect", "cannot judge")
 
+
+def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: str | None = None,
+                          show_score: bool = False) -> int:
+    """Write a run's annotation task to ``out`` for annotators; return its item count.
+
+    ``fmt`` is csv, jsonl, parquet or label-studio (default: from the suffix of ``out``; .json
+    means label-studio). Label Studio gets tasks ``{"data": {key, every item column}}`` and, beside
+    ``out``, ``<out>.xml``: a labeling config with the choices correct / incorrect / cannot judge
+    (skipping a task also means cannot judge). Score and rank are left out unless ``show_score``.
     A run with nothing to annotate writes an empty task with the same columns.
     """
     fs, task_path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
     run_fs, manifest = filesystem(join_url(run_dir, "manifest.json"), storage_options)
     if not exists(run_fs, manifest, where=run_dir):
         raise InputError(f"{run_dir!r} is not a committed run directory (no manifest.json). Name a directory printed by 'prdist run'.")
-    suffix = PurePosixPath(out).suffix.lower()
-    if suffix not in (".csv", ".jsonl", ".parquet"):
-        raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl or .parquet.")
+    fmt = fmt or EXPORT_FORMATS.get(PurePosixPath(out).suffix.lower())
+    if fmt not in EXPORT_FORMATS.values():
+        raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl, .parquet or .json (Label Studio), or give --format.")
     if exists(fs, task_path, where=run_dir):
         with fs.open(task_path, "rb") as fh:
             task = pd.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
     else:
         task = pd.DataFrame(columns=["rank", "key", "score", "label"])
+    if not show_score:
+        task = task.drop(columns=[c for c in _SCORE_COLUMNS if c in task.columns])
+    target = resolve(out, storage_options=storage_options)
+    check_regular_file(target.fs, target.path, where=target, role="annotation file")  # replaced only if a file
+    if fmt == "label-studio":
+        items = task.drop(columns=["label"], errors="ignore")
+        tasks = [{"data": row} for row in json.loads(items.to_json(orient="records", force_ascii=False))]
+        payload = json.dumps(tasks, ensure_ascii=False, indent=1).encode("utf-8")
+        config = label_studio_config(list(items.columns)).encode("utf-8")
+        publish(resolve(out + ".xml", storage_options=storage_options), lambda fh: fh.write(config), exclusive=False)
+        publish(target, lambda fh: fh.write(payload), exclusive=False)
+        return len(task)
+
     def write(fh):
-        if suffix == ".csv":
+        if fmt == "csv":
             fh.write(task.to_csv(index=False).encode("utf-8"))
-        elif suffix == ".jsonl":
+        elif fmt == "jsonl":
             fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
         else:
             pq.write_table(pa.Table.from_pandas(task.astype({"label": "string"}), preserve_index=False), fh)
 
-    target = resolve(out, storage_options=storage_options)
-    check_regular_file(target.fs, target.path, where=target, role="annotation file")  # replaced only if a file
     publish(target, write, exclusive=False)  # whole or not at all
     return len(task)
+
+
+def label_studio_config(columns) -> str:
+    """A Label Studio labeling config showing every item column and asking for one verdict.
+
+    Examples
+    --------
+    >>> print(label_studio_config(["key", "text"]))  # doctest: +ELLIPSIS
+    <View>
+      <Header value="key"/>
+      <Text name="field_0" value="$key"/>
+    ...
+      <Choices name="verdict" toName="field_0" choice="single" showInline="true" required="true">
+        <Choice value="correct"/>
+    ...
+    """
+    from xml.sax.saxutils import quoteattr
+
+    lines = ["<View>"]
+    for i, column in enumerate(columns):
+        lines += [f"  <Header value={quoteattr(str(column))}/>", f"  <Text name=\"field_{i}\" value={quoteattr('$' + str(column))}/>"]
+    lines.append('  <Header value="Is this item correct? (Skip the task if nobody could judge it.)"/>')
+    lines.append('  <Choices name="verdict" toName="field_0" choice="single" showInline="true" required="true">')
+    lines += [f"    <Choice value={quoteattr(c)}/>" for c in CHOICES]
+    lines += ["  </Choices>", "</View>"]
+    return "\n".join(lines)
+
+
+def store_status(store: str, *, resource: str | None = None, rule: str = "majority", storage_options=None,
+                 key: str = "key", score: str = "score") -> dict:
+    """What the store holds: items, verdicts by kind, annotators with their record counts,
+    agreement and the disputed keys (only the keys of ``resource`` when given)."""
+    records = read_store(store, storage_options=storage_options).rename(columns={"label": "verdict"})
+    if resource is not None and len(records):
+        _, outside = keys_missing_from(resource, records["key"].unique(), storage_options=storage_options, key=key, score=score)
+        records = records[~records["key"].isin(outside)]
+    kinds = {k: 0 for k in ("correct", "incorrect", "cannot_judge", "disputed")}
+    disputed: list = []
+    if len(records):
+        outcomes = aggregate(records, rule)
+        kinds.update(outcomes.table["kind"].value_counts().to_dict())
+        disputed = outcomes.disputed()
+    return {
+        "store": store,
+        "rule": rule,
+        "items": int(records["key"].nunique()),
+        "records": int(len(records)),
+        "verdicts": {k: int(v) for k, v in kinds.items()},
+        "annotators": {str(a): int(n) for a, n in records["annotator"].value_counts().sort_index().items()},
+        "agreement": agreement(records).to_dict() if len(records) else {"krippendorff_alpha": None, "annotators": 0, "pairable_keys": 0},
+        "disputed_keys": [str(k) for k in disputed],
+    }

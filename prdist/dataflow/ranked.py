@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
 
 import dask
 import numpy as np
@@ -34,6 +33,7 @@ import pyarrow.parquet as pq
 from .._validation import check_int
 from ..errors import DataError, ParameterError
 from ..ranking import descending_ordinal, key_hash
+from .executor import compute_all
 from .parquet import Resource, open_resource
 from .storage import Location, dataset_publication, publish, resolve
 
@@ -70,21 +70,17 @@ def _signed(values: np.ndarray) -> np.ndarray:
 
 
 def _write_part(frame: pd.DataFrame, directory: Location, name: str, columns: list[str], schema: pa.Schema,
-                score: str, row_group_size: int) -> int | Exception:
-    """Write one sorted partition as one Parquet file; return its rows (or the error, see synth)."""
-    try:
-        if frame.empty:
-            return 0
-        table = pa.Table.from_pandas(frame[columns], schema=schema, preserve_index=False)
+                score: str, row_group_size: int) -> int:
+    """Write one sorted partition as one Parquet file; return its rows."""
+    if frame.empty:
+        return 0
+    table = pa.Table.from_pandas(frame[columns], schema=schema, preserve_index=False)
 
-        def write(sink) -> None:
-            pq.write_table(table, sink, row_group_size=row_group_size, write_statistics=[score])
+    def write(sink) -> None:
+        pq.write_table(table, sink, row_group_size=row_group_size, write_statistics=[score])
 
-        publish(directory.child(name), write, exclusive=True)
-        return table.num_rows
-    except Exception as exc:
-        exc.add_note(f"in the task writing {name} of a ranked copy:\n{traceback.format_exc()}")
-        return exc
+    publish(directory.child(name), write, exclusive=True)
+    return table.num_rows
 
 
 def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=None,
@@ -98,7 +94,7 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
     out : str
         Path or URL of the copy; must not exist yet.
     client : distributed.Client, optional
-        Sort and write on this cluster; default Dask's local threaded scheduler.
+        Sort and write on this cluster; default in-process (:func:`prdist.dataflow.executor.compute_all`).
     storage_options : dict or JSON text, optional
         For ``out`` (the resource keeps its own).
     row_group_size : int, default=2**14
@@ -158,15 +154,13 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
         return (json.dumps({"source": source, "files": files}, indent=1, sort_keys=True) + "\n").encode()
 
     with dataset_publication(location, names, marker, marker_name=RANKED_MARKER) as directory:
-        parts = ordered.to_delayed()
-        tasks = [
-            dask.delayed(_write_part, pure=False)(part, directory, name, columns, schema, resource.score, row_group_size)
-            for part, name in zip(parts, names)
-        ]
-        results = client.compute(tasks, sync=True) if client is not None else dask.compute(*tasks)
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
+
+        def graph():
+            write = dask.delayed(_write_part, pure=False)
+            return [write(part, directory, name, columns, schema, resource.score, row_group_size)
+                    for part, name in zip(ordered.to_delayed(), names)]
+
+        results = compute_all(client, graph)
         if sum(results) != resource.n:
             raise DataError(
                 f"{resource.url} changed while it was being copied: {sum(results)} rows written, "

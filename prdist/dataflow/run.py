@@ -23,7 +23,7 @@ from .parquet import Resource, open_resource
 from .select import select_ranks
 from .storage import exists, filesystem, write_parquet
 
-__all__ = ["exact_precision", "extract_items", "open_for_run", "read_items", "summary_markdown", "write_run"]
+__all__ = ["exact_precision", "extract_items", "open_for_run", "read_items", "strict_json", "summary_markdown", "write_run"]
 
 
 def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
@@ -104,12 +104,12 @@ def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | Non
 
 def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run."""
-    labels_fp = labels_fingerprint(resolution.labels)
+    labels_fp = labels_fingerprint(resolution.labels, resolution.kinds)
     run = RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
     if (reused := committed_outcome(run)) is not None:
         return reused
 
-    plan_frame = ev.plan_table(planned, items, resolution.labels)
+    plan_frame = ev.plan_table(planned, items, resolution.labels, resolution.kinds)
     run.write_table("plan.parquet", plan_frame)
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
@@ -117,11 +117,11 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
     if exact is not None:
         run.write_table("exact.parquet", exact)
     cutoffs = _cutoff_table(estimate, items, planned)
-    missing = resolution.unknown
+    awaiting = resolution.awaiting
+    missing = int(awaiting.sum())  # cannot-judge items are never requested again
     task_url = None
     if missing:
-        unknown = np.isnan(resolution.labels)
-        export = items.loc[unknown].drop(columns=[params.oracle_column] if params.oracle_column else [], errors="ignore")
+        export = items.loc[awaiting].drop(columns=[params.oracle_column] if params.oracle_column else [], errors="ignore")
         task_url, _ = export_annotation_task(export, run.url, storage_options=resource.storage_options)
     manifest = {
         "status": "complete",
@@ -130,6 +130,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "params": params.to_dict(),
         "n": resource.n,
         "counts": resolution.to_dict(),
+        "agreement": resolution.agreement or None,
         "input": {"url": resource.url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": int(items.attrs.get("bytes_read", 0))},
         "diagnostics": estimate.diagnostics,
         "ap_bounds": list(estimate.average_precision) if estimate.average_precision else None,
@@ -140,6 +141,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "versions": versions(),
         "timings": {"extract_seconds": float(items.attrs.get("extract_seconds", 0.0))},
     }
+    manifest = strict_json(manifest)
     html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs, exact=exact)
     run.write_bytes("report.html", html.encode("utf-8"))
     return commit_run(run, manifest, missing, task_url, cutoffs=dict(estimate.cutoff_ranks))
@@ -158,6 +160,26 @@ def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.Planne
         pos = np.searchsorted(planned.ranks, rank, side="right") - 1
         rows.append({"target": float(target), "rank": int(rank), "score": float(scores[pos]) if rank > 0 else float("nan")})
     return pd.DataFrame(rows, columns=["target", "rank", "score"])
+
+
+def strict_json(value):
+    """``value`` with every non-finite float replaced by None, so that the manifest is strict JSON
+    (no bare NaN / Infinity, which strict parsers refuse).
+
+    Examples
+    --------
+    >>> strict_json({"a": [1.0, float("nan")], "b": {"c": float("inf")}, "d": "x"})
+    {'a': [1.0, None], 'b': {'c': None}, 'd': 'x'}
+    """
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
 
 
 def _scalars(attrs: dict) -> dict:
@@ -180,14 +202,16 @@ def summary_markdown(outcome: RunOutcome) -> str:
         "",
         f"- resource: `{m['input']['url']}` ({m['n']:,} items)",
         f"- method: {m['params']['method']}, eps={m['params']['eps']}, window={m['params']['window']}",
-        f"- labels: {c['labeled']:,} of {c['annotations']:,} planned ({c['unknown']:,} missing)",
+        f"- labels: {c['labeled']:,} of {c['annotations']:,} planned ({c['cannot_judge']:,} cannot judge, "
+        f"{c['disputed']:,} disputed, {c['awaiting']:,} awaiting)",
         f"- run directory: `{outcome.url}` (report: `{outcome.url}/report.html`)",
         "",
         "| precision target | deepest guaranteed rank | score |",
         "|---|---|---|",
     ]
     for row in m.get("cutoffs", []):
-        lines.append(f"| {row['target']:.2f} | {row['rank']:,} | {row['score']:.6g} |")
+        score = "\u2014" if row["score"] is None else f"{row['score']:.6g}"  # no guaranteed cut-off: no score
+        lines.append(f"| {row['target']:.2f} | {row['rank']:,} | {score} |")
     d = m.get("diagnostics", {})
     if "assumptions_plausible" in d:
         verdict = "no evidence against the monotonicity assumptions" if d["assumptions_plausible"] else (

@@ -47,7 +47,10 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     for cut in manifest.get("cutoffs", []):
         if cut["rank"] > 0:
             lines.append(f"precision >= {cut['target']:.2f} is guaranteed down to rank {cut['rank']:,} (score >= {cut['score']:.6g})")
+    if counts.get("cannot_judge") or counts.get("disputed"):
+        lines.append(f"cannot judge: {counts['cannot_judge']:,} items (counted as unknown by the bounds); "
+                     f"disputed: {counts['disputed']:,}")
     if manifest.get("awaiting_labels"):
-        lines.append(f"awaiting labels: {counts['unknown']:,} items, task at {manifest['annotation_task']}")
+        lines.append(f"awaiting labels: {counts['awaiting']:,} items, task at {manifest['annotation_task']}")
     lines.append(f"report: {join_url(run, 'report.html')}")
     return "\n".join(lines)

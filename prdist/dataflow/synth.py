@@ -57,11 +57,8 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import traceback
-import uuid
 from dataclasses import dataclass
 
-import dask
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -71,6 +68,7 @@ from .._validation import check_choice, check_int
 from ..errors import DataError, ParameterError
 from ..ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
+from .executor import run_all
 from .storage import Location, dataset_publication, publish, resolve, storage_errors
 
 __all__ = [
@@ -272,7 +270,7 @@ def _partition_tables(model, spec: _PartitionSpec):
         )
 
 
-def _write_partition(model, spec: _PartitionSpec, directory: Location, metadata: bytes, row_group_size: int) -> int:
+def _partition_task(spec: _PartitionSpec, directory: Location, metadata: bytes, row_group_size: int, *, model) -> int:
     """Generate one partition and write it as one Parquet file; return its row count.
 
     Memory stays about one row group plus one block, whatever the partition size. The file
@@ -302,19 +300,6 @@ def _write_partition(model, spec: _PartitionSpec, directory: Location, metadata:
 
     publish(directory.child(spec.name), write, exclusive=True)
     return spec.stop - spec.start
-
-
-def _partition_task(*args) -> int | Exception:
-    """:func:`_write_partition` as a Dask task that returns its error instead of raising it.
-
-    A scheduler stops waiting at the first task that raises while the others keep writing; the
-    caller must see every task finish before it removes what a failed write left.
-    """
-    try:
-        return _write_partition(*args)
-    except Exception as exc:
-        exc.add_note(f"in the task writing a synthetic partition:\n{traceback.format_exc()}")
-        return exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,7 +412,7 @@ def write_synthetic(
     client : distributed.Client, optional
         Run the partition tasks on this cluster; its workers write the files, so ``out`` must be
         storage they all reach (an object store, or a local path on a local cluster). Default:
-        Dask's current scheduler (the default client if one exists, else local threads).
+        in-process, one partition after the other (:mod:`prdist.dataflow.executor`).
     row_group_size : int, default=2**17
         Rows per Parquet row group, >= 1.
 
@@ -500,21 +485,10 @@ def write_synthetic(
     marker = (json.dumps({**description, "files": [list(f) for f in files]}, indent=1, sort_keys=True) + "\n").encode()
 
     with dataset_publication(location, [spec.name for spec in specs], marker, marker_name=SYNTH_MARKER) as directory:
-        args = (directory, metadata, row_group_size)
-        if client is not None:
-            # The model on every worker up front: each unpickles it once (and builds the quantile
-            # table a numerical inverse cdf caches on it once), and no worker is preferred for
-            # holding it, so the partitions spread over the whole cluster.
-            model_ref = client.scatter(model, broadcast=True, hash=False)
-            futures = [client.submit(_partition_task, model_ref, spec, *args, pure=False) for spec in specs]
-            results = client.gather(futures)
-        else:
-            model_node = dask.delayed(model, name=f"prdist-synth-model-{uuid.uuid4().hex}", traverse=False)
-            tasks = [dask.delayed(_partition_task, pure=False)(model_node, spec, *args) for spec in specs]
-            results = dask.compute(*tasks)
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
+        # The model on every worker up front: each unpickles it once (and builds the quantile
+        # table a numerical inverse cdf caches on it once), and no worker is preferred for
+        # holding it, so the partitions spread over the whole cluster.
+        run_all(client, _partition_task, specs, directory, metadata, row_group_size, broadcast={"model": model})
     return SyntheticResource(
         url=_display(location), model=model, n=n, order=order, seed=seed, partitions=partitions, files=files
     )
