@@ -60,6 +60,7 @@ BASE_ARGV = {
                 "--exhaustive", "/e.csv"],
     "labels import": ["labels", "import", "--store", "/s", "/f.csv", "--resource", "/r"],
     "labels export": ["labels", "export", "--run", "/d", "--out", "/f.csv"],
+    "labels status": ["labels", "status", "--store", "/s", "--resource", "/r"],
     "release": ["release", "--resource", "/r", "--labels", "/l", "--out", "/o", "--api-url", "http://127.0.0.1:1/api",
                 "--dry-run"],
     "history": ["history", "--runs", "/r", "--out", "/o"],
