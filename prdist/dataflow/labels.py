@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
 from ..verdicts import CANNOT_JUDGE, Agreement, VerdictWords, aggregate, agreement
+from . import spreadsheet_csv
 from .label_formats import raw_records
 from .storage import check_regular_file, exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
 
@@ -62,7 +63,7 @@ def normalise_keys(keys) -> pd.Series:
     """Item keys as text, the form the label store uses (integers in decimal)."""
     s = pd.Series(keys)
     if s.dtype.kind in "iu":
-        return s.astype("int64").astype(str)
+        return s.astype(str)  # any width, in decimal as it is (no wrap of unsigned keys >= 2^63)
     if s.dtype.kind == "f":
         if not np.all(np.isfinite(s)) or not np.all(s == np.floor(s)):
             raise DataError("Item keys must be integers or text; found fractional or missing numeric keys.")
@@ -89,6 +90,8 @@ def read_label_file(url: str, *, fmt: str = "auto", words: VerdictWords = Verdic
     with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
         data = fh.read()
     found, raw = raw_records(data, origin=url, fmt=fmt)
+    if found == "csv":  # undo the apostrophe a task's CSV puts before =, +, -, @ (spreadsheet_csv)
+        raw["key"] = raw["key"].map(spreadsheet_csv.restore)
     if raw["key"].isna().any():
         raise DataError(f"Label file {url!r} has {int(raw['key'].isna().sum())} row(s) without a key.")
     blank = raw["value"].isna() | (raw["value"].astype(str).str.strip() == "")
@@ -262,13 +265,14 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl``.
 
     ``items`` holds key, score, rank and whatever other columns the resource has, so the annotator
-    sees each item; a ``label`` column is added empty for the annotator to fill in.
+    sees each item; a ``label`` column is added empty for the annotator to fill in. The CSV is
+    safe to open in a spreadsheet and imports back to the original keys (:mod:`.spreadsheet_csv`).
     """
     task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
     task["label"] = ""
     csv_url, jsonl_url = join_url(out_dir, "annotation_task.csv"), join_url(out_dir, "annotation_task.jsonl")
     for url, payload in (
-        (csv_url, task.to_csv(index=False).encode("utf-8")),
+        (csv_url, spreadsheet_csv.to_csv(task)),  # safe to open in a spreadsheet, reads back exactly
         (jsonl_url, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
     ):
         publish(resolve(url, storage_options=storage_options), lambda fh, payload=payload: fh.write(payload), exclusive=False)
@@ -300,7 +304,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
         raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl, .parquet or .json (Label Studio), or give --format.")
     if exists(fs, task_path, where=run_dir):
         with fs.open(task_path, "rb") as fh:
-            task = pd.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
+            task = spreadsheet_csv.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
     else:
         task = pd.DataFrame(columns=["rank", "key", "score", "label"])
     if not show_score:
@@ -318,7 +322,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
 
     def write(fh):
         if fmt == "csv":
-            fh.write(task.to_csv(index=False).encode("utf-8"))
+            fh.write(spreadsheet_csv.to_csv(task))
         elif fmt == "jsonl":
             fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
         else:

@@ -605,6 +605,7 @@ def _row_groups(metadata: pq.FileMetaData, file_number: int, display: str, *, ke
                     f"The {name!r} column of {display} holds {stats.null_count} null values (row "
                     f"group {index}). Drop or repair those items first."
                 )
+        _check_key_range(group.column(column_index[key]).statistics, display, key=key, index=index)
         lo, hi = _score_range(group.column(score_j).statistics, display, score=score, index=index)
         if label:
             _check_label_range(group.column(column_index[label]).statistics, display, label=label, index=index)
@@ -614,6 +615,36 @@ def _row_groups(metadata: pq.FileMetaData, file_number: int, display: str, *, ke
         )
         out.append(RowGroup(file_number, index, int(group.num_rows), lo, hi, sizes))
     return out
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _empty_key_error(key: str, where: str) -> DataError:
+    return DataError(
+        f"The key column {key!r} holds an empty key in {where}. Every item needs a key an annotator "
+        "can name: give those items keys, or drop them."
+    )
+
+
+def _uint64_key_error(key: str, where: str, value) -> DataError:
+    # Keys are int64 or text through ranking, staging and the label store; wrapping 2^64 - 1000
+    # to -1000 would show the wrong key and collide with a real one, so such keys are refused.
+    return DataError(
+        f"The key column {key!r} holds the unsigned key {value} in {where}, beyond the int64 keys prdist "
+        "uses. Cast the key column to string (keys are then shown and stored as they are)."
+    )
+
+
+def _check_key_range(stats, display: str, *, key: str, index: int) -> None:
+    """Refuse, from statistics, keys that cannot be told apart or named: "" and integers >= 2^63."""
+    if stats is None or not stats.has_min_max:
+        return
+    where = f"{display} (row group {index})"
+    if stats.min in ("", b""):
+        raise _empty_key_error(key, where)
+    if isinstance(stats.max, int) and stats.max > _INT64_MAX:
+        raise _uint64_key_error(key, where, stats.max)
 
 
 def _score_range(stats, display: str, *, score: str, index: int) -> tuple[float | None, float | None]:
@@ -750,7 +781,11 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     if pa.types.is_dictionary(array.type):
         array = pc.cast(array, array.type.value_type)
     if pa.types.is_integer(array.type):
+        if pa.types.is_uint64(array.type) and len(array) and pc.max(array).as_py() > _INT64_MAX:
+            raise _uint64_key_error(column, where, pc.max(array).as_py())
         return np.asarray(array.to_numpy()).astype(np.int64, copy=False)
+    if len(array) and pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
+        raise _empty_key_error(column, where)
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
 
 
