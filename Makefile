@@ -13,7 +13,7 @@ LS_STAMP := $(LS_VENV)/.installed
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
-	$(VENV)/bin/uv pip sync --quiet --python $(VENV)/bin/python requirements.lock
+	$(VENV)/bin/uv pip sync --quiet --compile-bytecode --python $(VENV)/bin/python requirements.lock
 	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e .
 	touch $(STAMP)
 

@@ -1,35 +1,81 @@
-"""Task policies shared by the flows."""
+"""Task policies shared by the flows, and :func:`step`, the task decorator that runs with or without Prefect."""
 
 from __future__ import annotations
 
 import json
+import time
 
-from prefect import get_run_logger
+from prefect import Task, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
 from prefect.states import Completed
 from pydantic import SecretStr
 
 from prdist.dataflow.storage import StorageUnavailable, is_permanent
+from prdist.dataflow.summary import awaiting_message
 from prdist.errors import PrdistError
 
 
-def transient(task, task_run, state) -> bool:
+def is_transient(exc: BaseException) -> bool:
     """Retry I/O failures, never bad input: a wrong URL or schema does not fix itself.
 
     An unreachable storage endpoint is retried too: it may be a typo, or an outage that passes.
     """
+    if isinstance(exc, StorageUnavailable):
+        return True
+    if isinstance(exc, OSError) and is_permanent(exc):
+        return False  # a permission or a read-only disk does not fix itself
+    return isinstance(exc, Exception) and not isinstance(exc, PrdistError)
+
+
+def transient(task, task_run, state) -> bool:
+    """Prefect's retry condition: :func:`is_transient` of the exception a failed task run holds."""
     try:
         state.result()
-    except StorageUnavailable:
-        return True
-    except PrdistError:
-        return False
-    except OSError as exc:
-        return not is_permanent(exc)  # a permission or a read-only disk does not fix itself
-    except Exception:
-        return True
+    except BaseException as exc:  # noqa: BLE001 (judged, not swallowed: the task run has failed)
+        return is_transient(exc)
     return False
+
+
+def in_flow_run() -> bool:
+    """Whether the caller runs inside a Prefect flow run (the Prefect runner) or not (in-process)."""
+    return FlowRunContext.get() is not None
+
+
+class Step(Task):
+    """A Prefect task that, called outside a flow run, is the plain function it wraps.
+
+    Inside a flow run it is an ordinary task run, recorded by the Prefect API. Outside one (the
+    command line's in-process runner calls ``flow.fn``) a plain Prefect 3 task would still create
+    a task run against the API and so start a temporary server; a step calls its function instead,
+    under the same retry policy: as many retries, the same delays, only for :func:`is_transient`
+    failures. A flaky object store is as flaky without a server, so the runners do not differ.
+    """
+
+    def __call__(self, *args, **kwargs):
+        if in_flow_run():
+            return super().__call__(*args, **kwargs)
+        delays = self.retry_delay_seconds or [0]
+        delays = delays if isinstance(delays, list) else [delays]
+        for attempt in range(self.retries + 1):
+            try:
+                return self.fn(*args, **kwargs)
+            except Exception as exc:
+                if attempt == self.retries or not is_transient(exc):
+                    raise
+                time.sleep(delays[min(attempt, len(delays) - 1)])
+
+    def with_options(self, **options) -> "Step":
+        # Prefect's with_options builds a plain Task; the copy stays a Step.
+        copy = super().with_options(**options)
+        copy.__class__ = type(self)
+        return copy
+
+
+def step(**options):
+    """``@step(**IO_RETRIES)``: Prefect's ``@task`` for a :class:`Step` (see there)."""
+    return lambda fn: Step(fn=fn, **options)
 
 
 # Results stay in memory: task results hold opened resources (whose filesystems carry
@@ -60,13 +106,16 @@ def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
     """End a flow on its run directory: a markdown artifact, then the URL or "AwaitingLabels".
 
     ``outcome`` is a prdist RunOutcome; a run with missing labels ends in a Completed state named
-    "AwaitingLabels" whose result is still the run directory.
+    "AwaitingLabels" whose result is still the run directory. Outside a flow run (the in-process
+    runner) there is no API to hold an artifact or logs: the return value is the same.
     """
-    logger = get_run_logger()
-    create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary")
-    logger.info("run directory: %s", outcome.url)
+    message = awaiting_message(outcome, waiting_for)
+    if in_flow_run():
+        logger = get_run_logger()
+        create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary")
+        logger.info("run directory: %s", outcome.url)
+        if outcome.missing:
+            logger.warning(message)
     if outcome.missing:
-        message = f"{outcome.missing} {waiting_for} await labels; annotation task at {outcome.task}"
-        logger.warning(message)
         return Completed(name="AwaitingLabels", message=message, data=outcome.url)
     return outcome.url

@@ -10,10 +10,10 @@ input, which is never pickled to Prefect's result store). Retries are on the I/O
 
 from __future__ import annotations
 
-from prefect import flow, task
+from prefect import flow
 from pydantic import SecretStr
 
-from flows._policies import IN_MEMORY, IO_RETRIES, conclude, unsealed
+from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist.dataflow import compare as cmp
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.unjudged import estimate_labeled
@@ -21,33 +21,33 @@ from prdist.dataflow.cluster import dask_client
 from prdist.importance import SamplingDistribution
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def open_systems_task(systems: dict, storage_options: dict | None, key: str, score: str):
     return cmp.open_systems(systems, storage_options=storage_options, key=key, score=score)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def exhaustive_task(url: str, key_kind: str, storage_options: dict | None):
     return cmp.read_exhaustive(url, key_kind=key_kind, storage_options=storage_options)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def sample_task(systems, params: cmp.CompareParams, exhaustive, scheduler: str | None):
-    with dask_client(scheduler) as client:
+    with dask_client(scheduler, items=sum(s.resource.n for s in systems)) as client:
         return cmp.draw_sample(systems, params, extra_keys=None if exhaustive is None else exhaustive.keys, client=client)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def labels_task(drawn, store: str | None, storage_options: dict | None, rule: str = "majority"):
     return cmp.attach_labels(drawn, store, storage_options=storage_options, rule=rule)
 
 
-@task(**IN_MEMORY)
+@step(**IN_MEMORY)
 def estimate_task(labeled, drawn, params: cmp.CompareParams):
     return estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def write_task(systems, drawn, labeled, params, out: str, estimates, store, exhaustive, storage_options):
     frame, diagnostics = estimates if estimates is not None else (None, None)
     return cmp.write_compare(systems, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,

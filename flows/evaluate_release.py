@@ -1,22 +1,24 @@
 """Prefect flow: evaluate one release of a ranked resource.
 
 open -> plan -> extract the planned items -> labels -> estimate -> (bands) -> write the run.
-Wiring only: every task calls one function of ``prdist``. Each stage is one coarse task that
-drives Dask through a ``distributed.Client`` itself; retries are on the I/O tasks only. The
-extraction of planned items (the expensive pass over the resource) is cached as a staged Parquet
-file keyed by the input fingerprint and the parameters, so a rerun after a crash or after labels
-arrive resumes there; the run itself is found by its id and not redone.
+Wiring only: every step calls one function of ``prdist``. Steps are :func:`flows._policies.step`
+tasks: task runs on Prefect, the plain functions when the command line runs the flow in-process
+(``flows/_runner.py``). The steps that compute drive Dask through a ``distributed.Client`` of one
+cluster per run (started when first needed, none below the size where one pays); retries are on
+the I/O steps only. The extraction of planned items (the expensive pass over the resource) is
+staged as a Parquet file keyed by the input fingerprint and the parameters, so a rerun after a
+crash or after labels arrive resumes there; the run itself is found by its id and not redone.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from prefect import flow, task
+from prefect import flow
 from pydantic import SecretStr
 
-from flows._policies import IN_MEMORY, IO_RETRIES, conclude, unsealed
+from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist.dataflow import evaluate as ev
-from prdist.dataflow.cluster import dask_client
+from prdist.dataflow.cluster import dask_client, one_cluster
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.run import (
     exact_precision,
@@ -27,23 +29,23 @@ from prdist.dataflow.run import (
 )
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def open_resource_task(url: str, storage_options: dict | None, key: str, score: str, oracle_column: str | None):
     return open_for_run(url, storage_options=storage_options, key=key, score=score, oracle_column=oracle_column)
 
 
-@task(**IN_MEMORY)
+@step(**IN_MEMORY)
 def plan_task(n: int, params: ev.EvaluationParams) -> ev.PlannedRanks:
     return ev.make_plan(n, params)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: str) -> str:
-    with dask_client(scheduler) as client:
+    with dask_client(scheduler, items=resource.n) as client:
         return extract_items(resource, ranks, client=client, staging=staging)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: str | None):
     from prdist.dataflow.run import read_items
 
@@ -52,12 +54,12 @@ def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: st
                                     rule=params.aggregate)
 
 
-@task(**IN_MEMORY)
+@step(**IN_MEMORY)
 def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.EvaluationParams) -> ev.Estimate:
     return ev.estimate(planned, labels, params)
 
 
-@task(**IN_MEMORY)
+@step(**IN_MEMORY)
 def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.EvaluationParams, scheduler: str | None,
                settled: np.ndarray | None = None):
     if planned.in_band_arm is None:
@@ -66,12 +68,12 @@ def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.E
         return ev.bands(planned, items, labels, params, client=client, settled=settled)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def exact_task(resource, bounds_ranks: np.ndarray):
     return exact_precision(resource, bounds_ranks)
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def write_task(resource, planned, items, resolution, estimate, params, out: str, bands, exact) -> RunOutcome:
     return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands, exact=exact)
 
@@ -105,13 +107,14 @@ def evaluate_release(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
         seed=seed, oracle_column=oracle_column, bands=bands, aggregate=aggregate,
     )
-    res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
-    planned = plan_task(res.n, params)
-    items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
-    items, resolution = labels_task(items_url, res, params, labels)
-    est = estimate_task(planned, resolution.labels, params)
-    pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
-    # In simulation the truth is known: record the exact precision beside the bounds.
-    exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
-    outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact)
+    with one_cluster():  # one Dask cluster for every step of the run, started when first needed
+        res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
+        planned = plan_task(res.n, params)
+        items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
+        items, resolution = labels_task(items_url, res, params, labels)
+        est = estimate_task(planned, resolution.labels, params)
+        pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
+        # In simulation the truth is known: record the exact precision beside the bounds.
+        exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
+        outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact)
     return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from prefect import flow, task
+from prefect import flow
 from pydantic import SecretStr
 
-from flows._policies import IO_RETRIES, unsealed
+from flows._policies import IO_RETRIES, step, unsealed
 from prdist.dataflow.cluster import dask_client
 from prdist.dataflow.synth import model_from_description, write_synthetic
 
 
-@task(**IO_RETRIES)
+@step(**IO_RETRIES)
 def write_task(model, n: int, out: str, order: str, seed: int, partitions: int | None, storage_options: dict | None, scheduler: str | None) -> str:
-    with dask_client(scheduler) as client:
+    with dask_client(scheduler, items=n) as client:
         resource = write_synthetic(model, n=n, out=out, partitions=partitions, order=order, seed=seed, storage_options=storage_options, client=client)
     return resource.url
 

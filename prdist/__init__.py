@@ -1,67 +1,51 @@
-"""prdist: guaranteed bounds and confidence bands on the precision of massive ranked resources."""
+"""prdist: guaranteed bounds and confidence bands on the precision of massive ranked resources.
 
-from . import population
-from .bootstrap import BootstrapReplicates, BootstrapWarning
-from .bounds import PaulaBounds, paula_bounds, precision_function
-from .confidence import confidence_margins, monotone_rate_test
-from .curves import EmpiricalPR, TiedScoresWarning, empirical_pr, exact_pr_points
-from .plan import PaulaPlan, plan_paula
-from .sampling import (
-    RandomEstimate,
-    RandomPlan,
-    StratifiedBudget,
-    StratifiedEstimate,
-    StratifiedPlan,
-    estimate_random,
-    estimate_stratified,
-    plan_random,
-    plan_stratified,
-    point_estimate_budget,
-    random_sampling_budget,
-    random_sampling_reliable_from,
-    stratified_budget,
-)
+The public names are imported on first use (PEP 562): ``import prdist`` alone, or the command
+line's ``prdist --help``, does not pay for SciPy, pandas or Dask.
+"""
+
+import importlib
+import importlib.util
 
 __version__ = "0.1.0"
 
+#: Public name -> the module of prdist that defines it.
+_LAZY = {
+    "population": None,  # a module of its own
+    **dict.fromkeys(("BootstrapReplicates", "BootstrapWarning"), "bootstrap"),
+    # They take client= (a Dask cluster): they live in the dataflow layer.
+    **dict.fromkeys(("bootstrap_bands", "bootstrap_replicates"), "dataflow.bands"),
+    **dict.fromkeys(("PaulaBounds", "paula_bounds", "precision_function"), "bounds"),
+    **dict.fromkeys(("confidence_margins", "monotone_rate_test"), "confidence"),
+    **dict.fromkeys(("EmpiricalPR", "TiedScoresWarning", "empirical_pr", "exact_pr_points"), "curves"),
+    **dict.fromkeys(("PaulaPlan", "plan_paula"), "plan"),
+    **dict.fromkeys(("Evaluation", "evaluate"), "evaluation"),
+    **dict.fromkeys(("plot_bands", "plot_bounds", "plot_population"), "plotting"),
+    **dict.fromkeys(
+        (
+            "RandomEstimate", "RandomPlan", "StratifiedBudget", "StratifiedEstimate", "StratifiedPlan",
+            "estimate_random", "estimate_stratified", "plan_random", "plan_stratified",
+            "point_estimate_budget", "random_sampling_budget", "random_sampling_reliable_from",
+            "stratified_budget",
+        ),
+        "sampling",
+    ),  # fmt: skip
+}
 
-def __getattr__(name):
-    # bootstrap_bands and bootstrap_replicates take client= (a Dask cluster): they live in the
-    # dataflow layer, imported on first use so that `import prdist` does not import Dask.
-    if name in ("bootstrap_bands", "bootstrap_replicates"):
-        from .dataflow import bands
+__all__ = sorted(_LAZY)
 
-        return getattr(bands, name)
-    raise AttributeError(f"module 'prdist' has no attribute {name!r}")
 
-__all__ = [
-    "BootstrapReplicates",
-    "BootstrapWarning",
-    "bootstrap_bands",
-    "bootstrap_replicates",
-    "confidence_margins",
-    "monotone_rate_test",
-    "EmpiricalPR",
-    "TiedScoresWarning",
-    "empirical_pr",
-    "exact_pr_points",
-    "population",
-    "PaulaBounds",
-    "PaulaPlan",
-    "RandomEstimate",
-    "RandomPlan",
-    "StratifiedBudget",
-    "StratifiedEstimate",
-    "StratifiedPlan",
-    "estimate_random",
-    "estimate_stratified",
-    "paula_bounds",
-    "plan_paula",
-    "plan_random",
-    "plan_stratified",
-    "point_estimate_budget",
-    "precision_function",
-    "random_sampling_budget",
-    "random_sampling_reliable_from",
-    "stratified_budget",
-]
+def __getattr__(name: str):
+    if name not in _LAZY:
+        # prdist.plan, prdist.report, ...: a submodule, imported on first use like the names.
+        if importlib.util.find_spec(f"{__name__}.{name}") is None:
+            raise AttributeError(f"module 'prdist' has no attribute {name!r}")
+        return importlib.import_module(f".{name}", __name__)
+    module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
+    value = module if _LAZY[name] is None else getattr(module, name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

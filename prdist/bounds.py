@@ -144,6 +144,20 @@ class PaulaBounds:
     def n(self) -> int:
         return self.plan.n
 
+    def __repr__(self) -> str:
+        lo, hi = self._yield_bounds(np.array([self.n]))
+        mode = "deterministic" if self.confidence is None else f"confidence={self.confidence:g}"
+        return (
+            f"PaulaBounds(n={self.n}, labels={self.labels.size} ({self.diagnostics.unknown} unknown), {mode}, "
+            f"precision at n in [{lo[0] / self.n:.3f}, {hi[0] / self.n:.3f}])"
+        )
+
+    def plot(self, ax=None, *, exact=None):
+        """Draw the bounds on p(r), rank on a log axis; see :func:`prdist.plotting.plot_bounds`."""
+        from .plotting import plot_bounds
+
+        return plot_bounds(self, ax=ax, exact=exact)
+
     # -- cumulative label counts at arbitrary ranks ------------------------------------------
     def _counts(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Known positives among ranks <= r, and ranks <= r not known to be negative."""
@@ -303,6 +317,8 @@ def paula_bounds(plan: PaulaPlan, labels, *, confidence=None) -> PaulaBounds:
     [1.0, 1.0, 0.586]
     >>> b.upper([1000, 50_000, 100_000]).round(3).tolist()
     [1.0, 1.0, 0.615]
+    >>> b
+    PaulaBounds(n=100000, labels=5672 (0 unknown), deterministic, precision at n in [0.586, 0.615])
     >>> noisy = paula_bounds(plan, truth[plan.ranks - 1], confidence=0.95)
     >>> bool(np.all(noisy.lower([50_000, 100_000]) <= b.lower([50_000, 100_000])))
     True

@@ -347,6 +347,14 @@ def _cmd_synth(args) -> int:
     return EXIT_OK
 
 
+def _add_prefect_option(add) -> None:
+    add(
+        "--prefect", action="store_true",
+        help="run as a Prefect flow run even when no Prefect API is configured (Prefect then starts a "
+             "temporary server); with PREFECT_API_URL set (or a Prefect profile's), runs go there anyway",
+    )  # fmt: skip
+
+
 def _add_run(sub) -> None:
     parser = sub.add_parser(
         "run",
@@ -379,6 +387,7 @@ def _add_run(sub) -> None:
     add("--key", default="key", metavar="COL", help="key column (default key)")
     add("--score", default="score", metavar="COL", help="score column (default score)")
     add("--demo-n", dest="demo_n", type=int, default=2_000_000, metavar="N", help="items of the demo's synthetic resource (default 2,000,000)")
+    _add_prefect_option(add)
     parser.set_defaults(handler=_cmd_run)
 
 
@@ -407,36 +416,100 @@ def _cmd_run(args) -> int:
     check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
     confidence = _confidence_option(args.confidence)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
-    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
-    from flows.evaluate_release import evaluate_release
-
-    _quiet_prefect_console(args)
     resource, oracle = args.resource, args.oracle_column
     if resource is None:
         resource, oracle = _demo_resource(args, storage_options), oracle or "label"
-    state = evaluate_release(
+    parameters = dict(
         resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
-        r_tilde=args.r_tilde, confidence=confidence, labels=args.labels,
-        oracle_column=oracle, bands=args.bands, seed=args.seed, scheduler=args.scheduler,
-        storage_options=sealed(storage_options), key=args.key, score=args.score, aggregate=args.aggregate,
-        return_state=True,
+        r_tilde=args.r_tilde, confidence=confidence, labels=args.labels, oracle_column=oracle,
+        bands=args.bands, seed=args.seed, scheduler=args.scheduler, key=args.key, score=args.score,
+        aggregate=args.aggregate,
     )  # fmt: skip
-    url = state.result()  # re-raises the flow's error, typed
+    # A run that exists is found before any cluster or orchestrator starts: a no-op is instant.
+    outcome = _committed_run(parameters, storage_options)
+    if outcome is None:
+        from flows.evaluate_release import evaluate_release
+
+        outcome = _run_flow(evaluate_release, parameters, storage_options, args)
     from .dataflow.summary import run_summary
 
-    print(run_summary(url, storage_options=storage_options))
-    print(url)
-    if state.name == "AwaitingLabels":
-        print(f"prdist: {state.message}", file=sys.stderr)
+    print(run_summary(outcome.url, storage_options=storage_options))
+    _note_exhaustive_plan(outcome.url, args, storage_options)
+    print(outcome.url)
+    _say_where_it_ran(args)
+    if outcome.awaiting:
+        print(f"prdist: {outcome.awaiting}", file=sys.stderr)
         return EXIT_AWAITING_LABELS
     return EXIT_OK
 
 
+def _committed_run(parameters: dict, storage_options):
+    """The committed run that the evaluation ``parameters`` make, or None: read, never computed.
+
+    Imports neither Prefect nor Dask: the resource's footers give its fingerprint, the staged
+    extraction its planned keys, the label store their labels, and these the run id.
+    """
+    from flows._runner import FlowOutcome
+
+    from .dataflow.evaluate import EvaluationParams
+    from .dataflow.run import committed_run, open_for_run
+    from .dataflow.summary import awaiting_message
+
+    p = parameters
+    params = EvaluationParams(
+        method=p["method"], eps=p["eps"], window=p["window"], r_tilde=p["r_tilde"], confidence=p["confidence"],
+        seed=p["seed"], oracle_column=p["oracle_column"], bands=p["bands"], aggregate=p["aggregate"],
+    )  # fmt: skip, as the flow builds them
+    resource = open_for_run(p["resource"], storage_options=storage_options, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
+    found = committed_run(resource, params, out=p["out"], labels=p["labels"])
+    if found is None:
+        return None
+    return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)
+
+
+def _run_flow(flow, parameters: dict, storage_options, args):
+    """Run ``flow``: on the configured Prefect API (or with --prefect), else in-process."""
+    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
+    from flows._runner import run_flow
+
+    return run_flow(flow, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=_on_prefect(args))
+
+
+def _on_prefect(args) -> bool:
+    """Whether this command's flows run on Prefect: --prefect or a configured API (decided once)."""
+    if getattr(args, "on_prefect", None) is None:
+        from flows._runner import configured_api
+
+        args.on_prefect = bool(args.prefect or configured_api())
+        _quiet_prefect_console(args)  # Prefect, imported, logs to the console on either runner
+    return args.on_prefect
+
+
+def _say_where_it_ran(args) -> None:
+    """After a flow ran in-process, one stderr line says so (after: an error stays the only line)."""
+    if getattr(args, "on_prefect", None) is False:
+        from flows._runner import IN_PROCESS_NOTE
+
+        print(f"prdist: {IN_PROCESS_NOTE}", file=sys.stderr)
+
+
+def _note_exhaustive_plan(url: str, args, storage_options) -> None:
+    """One stderr line when the PAULA plan labeled every item, with what coarser options save."""
+    if args.method != "paula" or args.r_tilde is not None:
+        return
+    from .dataflow.storage import filesystem, join_url
+    from .plan import exhaustive_plan_note
+
+    fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
+    with fs.open(path, "rb") as fh:
+        n = int(json.load(fh)["n"])
+    note = exhaustive_plan_note(n, eps=args.eps, window=args.window)
+    if note is not None:
+        print(f"prdist: note: {note}.", file=sys.stderr)
+
+
 def _demo_resource(args, storage_options) -> str:
     """The demo's synthetic resource: binormal scores, 30 % positives, sorted (reused if present)."""
-    from flows._policies import sealed
-    from flows.synth import synthesize_resource
-
     from . import population
     from .dataflow.storage import exists, filesystem, join_url
     from .dataflow.synth import read_synth_metadata
@@ -446,8 +519,11 @@ def _demo_resource(args, storage_options) -> str:
     if exists(fs, path, where=url):
         read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
+    from flows.synth import synthesize_resource
+
     model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
-    return synthesize_resource(model, args.demo_n, url, order="sorted", seed=args.seed, storage_options=sealed(storage_options), scheduler=args.scheduler)
+    parameters = dict(model=model, n=args.demo_n, out=url, order="sorted", seed=args.seed, scheduler=args.scheduler)
+    return _run_flow(synthesize_resource, parameters, storage_options, args).url
 
 
 def _add_compare(sub) -> None:
@@ -500,6 +576,7 @@ def _add_compare(sub) -> None:
     add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for every URL, as a JSON object")
     add("--key", default="key", metavar="COL", help="key column of every system (default key)")
     add("--score", default="score", metavar="COL", help="score column of every system (default score)")
+    _add_prefect_option(add)
     parser.set_defaults(handler=_cmd_compare)
 
 
@@ -554,22 +631,20 @@ def _cmd_compare(args) -> int:
     if args.power is not None:
         check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
     storage_options = _json_object_option(args.storage_options, option="--storage-options")
-    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
     from flows.compare_systems import compare_systems  # Prefect: imported only once the input is valid
 
-    _quiet_prefect_console(args)
-
-    state = compare_systems(
+    parameters = dict(
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
         distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
-        confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler,
-        storage_options=sealed(storage_options), key=args.key, score=args.score, aggregate=args.aggregate,
-        return_state=True,
+        confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler, key=args.key, score=args.score,
+        aggregate=args.aggregate,
     )  # fmt: skip
-    url = state.result()  # re-raises the flow's error, typed
-    if state.name == "AwaitingLabels":
+    outcome = _run_flow(compare_systems, parameters, storage_options, args)
+    _say_where_it_ran(args)
+    url = outcome.url
+    if outcome.awaiting:
         print(url)
-        print(f"prdist: {state.message}", file=sys.stderr)
+        print(f"prdist: {outcome.awaiting}", file=sys.stderr)
         return EXIT_AWAITING_LABELS
     fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
     with fs.open(path, "rb") as fh:
@@ -599,7 +674,7 @@ def _cmd_compare(args) -> int:
 
 
 def _add_aggregate(add) -> None:
-    from .verdicts import AGGREGATIONS
+    from .label_choices import AGGREGATIONS  # not verdicts: that loads pandas, for --help too
 
     add("--aggregate", choices=AGGREGATIONS, default="majority",
         help="how the verdicts of several annotators make one label: majority of each one's latest "
@@ -607,7 +682,7 @@ def _add_aggregate(add) -> None:
 
 
 def _add_labels(sub) -> None:
-    from .dataflow.label_formats import FORMATS
+    from .label_choices import LABEL_FORMATS as FORMATS
 
     parser = sub.add_parser(
         "labels",
@@ -709,6 +784,49 @@ def status_text(status: dict) -> str:
     return "\n".join(lines)
 
 
+def _add_ingest(sub) -> None:
+    parser = sub.add_parser(
+        "ingest",
+        help="turn CSV/TSV/JSONL/Parquet files into a ranked resource for 'prdist run'",
+        description=(
+            "Read CSV, TSV, JSONL or Parquet files and write a resource that 'prdist run' reads: "
+            "columns key (several --key columns joined with '|') and score (float64) plus the "
+            "other columns, one row per key (the highest score wins; the count of dropped "
+            "duplicates is reported), rows in rank order in row groups of 16,384 with score "
+            "statistics. Bad rows are refused with their line numbers (exit 2). Prints the "
+            "resource's URL on the last line."
+        ),
+    )
+    add = parser.add_argument
+    add("sources", nargs="+", metavar="FILE_OR_URL", help="input files (paths or fsspec URLs), all of one layout")
+    add("--out", required=True, metavar="URL", help="where the resource goes (must not exist)")
+    add("--score", required=True, metavar="COL", help="the confidence-score column")
+    add("--key", required=True, action="append", dest="keys", metavar="COL", help="key column; repeat for a composite key")
+    add("--format", choices=("csv", "tsv", "jsonl", "parquet"), default=None, help="input format (default: from each file's extension)")
+    add("--columns", default=None, metavar="NAMES", help="comma-separated column names of CSV/TSV files without a header row")
+    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler for inputs too large to sort in memory")
+    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for the inputs and --out, as a JSON object")
+    parser.set_defaults(handler=_cmd_ingest)
+
+
+def _cmd_ingest(args) -> int:
+    from .dataflow.ingest import IngestSpec, ingest
+
+    options = _json_object_option(args.storage_options, option="--storage-options")
+    columns = None if args.columns is None else tuple(c.strip() for c in args.columns.split(","))
+    spec = IngestSpec(score=args.score, keys=tuple(args.keys), format=args.format, columns=columns)
+    if args.scheduler is None:  # small inputs are sorted in memory; large ones on Dask's local scheduler
+        result = ingest(args.sources, args.out, spec, storage_options=options)
+    else:
+        from .dataflow.cluster import dask_client
+
+        with dask_client(args.scheduler) as client:
+            result = ingest(args.sources, args.out, spec, storage_options=options, client=client)
+    print(f"prdist ingest: {result.rows:,} items from {result.sources} file(s); {result.duplicates:,} duplicate row(s) dropped (highest score kept)", file=sys.stderr)
+    print(result.url)
+    return EXIT_OK
+
+
 def _add_release(sub) -> None:
     parser = sub.add_parser(
         "release",
@@ -732,7 +850,7 @@ def _add_release(sub) -> None:
 
 
 def _cmd_release(args) -> int:
-    from .cli_release import emit_release, release_event
+    from flows.release import emit_release, release_event
 
     event = release_event(args.resource, labels=args.labels, out=args.out)
     if args.dry_run:
@@ -805,6 +923,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_release(sub)
     _add_history(sub)
+    _add_ingest(sub)
     return parser
 
 
@@ -859,6 +978,9 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # The ephemeral Prefect server phones home unless told not to; clusters are often offline.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # With --prefect and no API, Prefect starts a temporary server; its 20 s default is not enough
+    # on a busy machine (8 commands at once on 2 cores). Read when Prefect is imported, so set now.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)

@@ -10,7 +10,7 @@ import numpy as np
 from ._validation import check_int
 from .grid import GeometricGrid, GridParameters, exact_eps
 
-__all__ = ["PaulaPlan", "plan_paula"]
+__all__ = ["PaulaPlan", "exhaustive_plan_note", "plan_paula"]
 
 PREFIX = "prefix"
 WINDOW = "window"
@@ -33,6 +33,12 @@ class PaulaPlan(GridParameters):
     def size(self) -> int:
         """Number of distinct ranks to label."""
         return int(self.ranks.size)
+
+    def __repr__(self) -> str:
+        return (
+            f"PaulaPlan(n={self.n}, eps={self.eps:g}, window={self.window}, l={self.l}, L={self.L}, "
+            f"g_l={self.g_l}, size={self.size})"
+        )
 
     @property
     def prefix_end(self) -> int:
@@ -94,6 +100,8 @@ def plan_paula(n, *, eps=0.03, window=100, r_tilde=None) -> PaulaPlan:
     (17392, 3492, 276, 415)
     >>> plan_paula(35_615, eps=0.05).size
     7822
+    >>> plan
+    PaulaPlan(n=217077, eps=0.03, window=100, l=276, L=415, g_l=3492, size=17392)
     """
     owner = "plan_paula"
     n = check_int(n, name="n", owner=owner, low=1)
@@ -155,3 +163,41 @@ def plan_paula(n, *, eps=0.03, window=100, r_tilde=None) -> PaulaPlan:
         notes=tuple(notes),
     )
 
+
+
+#: Coarser grids and narrower windows tried, in order, when the default plan labels every item.
+_CHEAPER = ((0.05, 50), (0.1, 20), (0.2, 10), (0.3, 5))
+
+
+def exhaustive_plan_note(n, *, eps=0.03, window=100) -> str | None:
+    """One sentence when the PAULA plan of ``n`` items labels every item, else None.
+
+    The fully labeled prefix reaches g_l >= (window+2)/eps (3,492 at the defaults), so a smaller
+    resource is labeled whole. The note names the first coarser (eps, window) in a short list
+    whose plan labels fewer items, what it would save and the looser approximation factor.
+
+    Examples
+    --------
+    >>> exhaustive_plan_note(100_000) is None
+    True
+    >>> print(exhaustive_plan_note(727))
+    the PAULA plan labels all 727 items (n <= g_l = 3,492, the fully labeled prefix at eps=0.03, window=100); --eps 0.1 --window 20 would label 469 (saving 258) with a looser guarantee (factor 1.32 instead of 1.08)
+    """
+    plan = plan_paula(n, eps=eps, window=window)
+    if plan.size < plan.n:
+        return None
+    head = (
+        f"the PAULA plan labels all {plan.n:,} items (n <= g_l = {plan.g_l:,}, the fully labeled prefix at "
+        f"eps={plan.eps:g}, window={plan.window})"
+    )
+    for cheaper_eps, cheaper_window in _CHEAPER:
+        if cheaper_eps <= plan.eps or cheaper_window >= plan.window:
+            continue
+        cheaper = plan_paula(plan.n, eps=cheaper_eps, window=cheaper_window)
+        if cheaper.size < plan.n:
+            return (
+                f"{head}; --eps {cheaper_eps:g} --window {cheaper_window} would label {cheaper.size:,} "
+                f"(saving {plan.n - cheaper.size:,}) with a looser guarantee (factor {cheaper.factor:.2f} "
+                f"instead of {plan.factor:.2f})"
+            )
+    return f"{head}; at this size every plan labels (nearly) every item"

@@ -612,6 +612,12 @@ class ScoreModel(ABC):
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
         return f"{self.family}({args})"
 
+    def plot(self, ax=None, *, kind: str = "pr"):
+        """Draw the exact PR (or ROC, ``kind="roc"``) curve; see :func:`prdist.plotting.plot_population`."""
+        from .plotting import plot_population
+
+        return plot_population(self, ax=ax, kind=kind)
+
     @property
     def score_support(self) -> tuple[float, float]:
         """(lowest, highest) score the model produces; ends of unbounded supports are +-inf."""

@@ -2,7 +2,7 @@
 
 One list of secret words serves every place a credential could leak: the storage layer's logs and
 errors (:mod:`prdist.dataflow.storage`), the manifest and the report (:mod:`prdist.report`) and
-the release event (:mod:`prdist.cli_release`). Standard library only, so any layer may import it.
+the release event (:mod:`flows.release`). Standard library only, so any layer may import it.
 
 - :func:`redact` masks secret-named values of storage options (recursively).
 - :func:`redact_url` masks a URL's user info and its secret-named query values, keeping the URL

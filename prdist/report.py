@@ -34,7 +34,7 @@ from .derived import pr_region
 from .errors import DataError, ParameterError
 from .redaction import display_url, is_secret_name
 
-__all__ = ["render_report"]
+__all__ = ["render_report", "render_summary"]
 
 _OWNER = "render_report"
 
@@ -219,6 +219,36 @@ def render_report(
         sections.append(_section_diagnostics(diagnostics))
     sections.append(_section_run(manifest, params))
     return _document(page_title, "\n".join(sections))
+
+
+def render_summary(manifest: Mapping, bounds: pd.DataFrame, *, exact: pd.DataFrame | None = None) -> str:
+    """The report's summary cards and precision plot as an HTML fragment (for notebooks).
+
+    Takes the same ``manifest`` and ``bounds`` as :func:`render_report` and returns a ``<div>``
+    with its own scoped style, no document around it, so it can be embedded in a page that has
+    its own (a notebook's ``_repr_html_``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> bounds = pd.DataFrame({"rank": [1, 2], "precision_lower": [1.0, 0.5], "precision_upper": [1.0, 1.0],
+    ...                        "yield_lower": [1.0, 1.0], "yield_upper": [1.0, 2.0]})
+    >>> html = render_summary({"n": 2}, bounds)
+    >>> html.startswith('<div class="prdist-summary">'), html.count("<svg")
+    (True, 1)
+    """
+    if not isinstance(manifest, Mapping):
+        raise ParameterError(f"The 'manifest' parameter of render_summary must be a dict. Got {type(manifest).__name__} instead.")
+    view = _BoundsView.from_frame(_frame(bounds, "bounds", _BOUNDS_COLUMNS))
+    exact = _frame(exact, "exact", _EXACT_COLUMNS, optional=True)
+    if exact is not None:
+        exact = _exact_curve(exact, view.n)
+    params = _mapping(manifest.get("params"))
+    diagnostics = _mapping(manifest.get("diagnostics"))
+    body = _header("prdist evaluation", manifest, view, diagnostics) + _section_precision(
+        view, exact, _prefix_end(view, None, params), diagnostics, params
+    )
+    return f'<div class="prdist-summary"><style>{_SCOPED_CSS}</style>{body}</div>'
 
 
 # --------------------------------------------------------------------------------------------
@@ -1223,6 +1253,19 @@ td { overflow-wrap: anywhere; }
 code { font-size: 13px; }
 footer { margin-top: 40px; color: #777; font-size: 13px; }
 """
+
+# The page's rules that a fragment needs, scoped to it so they do not restyle the host page.
+def _scoped_css(scope: str, prefixes: tuple[str, ...]) -> str:
+    rules = []
+    for rule in _CSS.split("}"):
+        selectors, _, body = rule.partition("{")
+        chosen = [sel.strip() for sel in selectors.split(",") if sel.strip().startswith(prefixes)]
+        if chosen:
+            rules.append(", ".join(f"{scope} {sel}" for sel in chosen) + " {" + body + "}")
+    return "\n".join(rules)
+
+
+_SCOPED_CSS = _scoped_css(".prdist-summary", (".card", ".verdict", "figure", "figcaption", "h1", "h2"))
 
 # Scripts, frames and every external load are forbidden: the page is data, never code.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"

@@ -22,7 +22,6 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._validation import as_label_array, check_choice, check_float, check_int
 from .errors import DataError, ParameterError
@@ -333,6 +332,8 @@ def _hoeffding_interval(k_low, k_high, z, delta):
 
 def _clopper_pearson_lower(k, z, tail):
     """Largest p with P[Bin(z, p) >= k] <= tail: the Beta(k, z-k+1) quantile; 0 when k == 0."""
+    from scipy import stats  # here: `prdist budget` plans with this module and needs no SciPy
+
     out = np.zeros(z.shape, dtype=np.float64)
     has = k > 0
     out[has] = stats.beta.ppf(tail, k[has], z[has] - k[has] + 1)
@@ -341,6 +342,8 @@ def _clopper_pearson_lower(k, z, tail):
 
 def _clopper_pearson_upper(k, z, tail):
     """Smallest p with P[Bin(z, p) <= k] <= tail: the Beta(k+1, z-k) quantile; 1 when k == z."""
+    from scipy import stats
+
     out = np.ones(z.shape, dtype=np.float64)
     has = k < z
     out[has] = stats.beta.ppf(1.0 - tail, k[has] + 1, z[has] - k[has])

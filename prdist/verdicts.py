@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .label_choices import AGGREGATIONS
 
 __all__ = [
     "AGGREGATIONS",
@@ -43,7 +44,6 @@ __all__ = [
 ]
 
 CANNOT_JUDGE = -1
-AGGREGATIONS = ("majority", "latest", "dawid-skene")
 # Outcome of a key, in the order reports list them; "missing" = no record at all.
 KINDS = ("correct", "incorrect", "cannot_judge", "disputed", "missing")
 _WORDS = {

@@ -7,7 +7,11 @@ credentials required) is started by tests/seaweed.py, which the benchmarks share
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
+import subprocess
 import tempfile
 import time
 import uuid
@@ -21,7 +25,7 @@ import pytest
 # short-lived one of whichever test (capsys/capfd) happens to import it first.
 import prefect  # noqa: F401,E402
 
-from seaweed import WEED, admin_identity, running_s3  # noqa: E402
+from seaweed import WEED, admin_identity, free_ports, running_s3, stop, tail  # noqa: E402
 
 S3_START_TIMEOUT = 60.0  # seconds; SeaweedFS needs about 2 s on an idle machine
 
@@ -168,7 +172,7 @@ def label_studio():
     import httpx
 
     workdir = Path(tempfile.mkdtemp(prefix="prdist-label-studio-"))
-    (port,) = _free_ports(1)
+    (port,) = free_ports(1)
     token = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "LABEL_STUDIO", "VIRTUAL_ENV"))}
     env.update(LABEL_STUDIO_BASE_DATA_DIR=str(workdir), LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
@@ -185,7 +189,7 @@ def label_studio():
         last = None
         while time.monotonic() < started + LABEL_STUDIO_START_TIMEOUT:
             if proc.poll() is not None:
-                raise RuntimeError(f"label-studio exited with code {proc.returncode} during start-up. Log tail:\n{_tail(log)}")
+                raise RuntimeError(f"label-studio exited with code {proc.returncode} during start-up. Log tail:\n{tail(log)}")
             try:
                 if server.client().get("/api/projects").status_code == 200:
                     break
@@ -194,11 +198,11 @@ def label_studio():
             time.sleep(1)
         else:
             raise RuntimeError(f"Label Studio did not answer within {LABEL_STUDIO_START_TIMEOUT:.0f} s (last error: {last!r}). "
-                               f"Log tail:\n{_tail(log)}")
+                               f"Log tail:\n{tail(log)}")
         _timings["Label Studio fixture start-up (s)"] = time.monotonic() - started
         yield server
     finally:
-        _stop(proc)
+        stop(proc)
         with contextlib.suppress(ProcessLookupError):  # a helper process of the server, if any
             os.killpg(proc.pid, signal.SIGKILL)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -209,6 +213,42 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{name}: {seconds:.2f}")
 
 
+@pytest.fixture(autouse=True)
+def _no_prefect_api_unless_asked(request):
+    """Commands and flows run in-process, as with nothing configured, unless the test asks for the
+    Prefect API (``prefect_harness``, a session fixture that stays configured once started)."""
+    if "prefect_harness" in request.fixturenames:
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        yield
+
+
+@pytest.fixture(params=["in-process", "prefect"])
+def runner(request):
+    """Each runner of a command: in-process (no Prefect API), and on the session's Prefect API."""
+    if request.param == "prefect":
+        request.getfixturevalue("prefect_harness")
+        with _prefect_api():
+            yield request.param
+    else:
+        yield request.param
+
+
+@contextlib.contextmanager
+def _prefect_api():
+    # The autouse fixture above cleared the API for this test; the harness's URL comes back.
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: _HARNESS_API[0]}):
+        yield
+
+
+_HARNESS_API: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
     """One ephemeral Prefect backend for the whole session (each start costs ~8-14 s here)."""
@@ -216,4 +256,7 @@ def prefect_harness():
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
+        from prefect.settings import PREFECT_API_URL
+
+        _HARNESS_API.append(PREFECT_API_URL.value())
         yield

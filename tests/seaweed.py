@@ -64,23 +64,19 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=30)
 
 
-def _start_weed(workdir: Path, identities: dict, *, volume_mb: int, volumes: int) -> tuple[subprocess.Popen, int, list[Path], Path]:
-    data = workdir / "data"
-    data.mkdir(parents=True)
-    config = workdir / "s3.json"
-    config.write_text(json.dumps(identities))
-    log = workdir / "weed.log"
-    s3, master, volume, filer, s3_grpc, master_grpc, volume_grpc, filer_grpc = free_ports(8)
-    args = [
+def weed_args(workdir: Path, ports: list[int], *, volume_mb: int = 64, volumes: int = 32) -> list[str]:
+    """``weed server`` with S3 on the 8 given loopback ports; data, config and sockets under ``workdir``."""
+    s3, master, volume, filer, s3_grpc, master_grpc, volume_grpc, filer_grpc = ports
+    return [
         str(WEED), "server",
-        f"-dir={data}",
+        f"-dir={workdir / 'data'}",
         "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
         f"-master.port={master}", f"-master.port.grpc={master_grpc}",
         f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
         f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
         "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}",
         "-s3.port.iceberg=0", "-s3.port.lance=0",
-        f"-s3.config={config}",
+        f"-s3.config={workdir / 's3.json'}",
         "-s3.autoCreateBucket=false",  # as on AWS: writing into a missing bucket is an error
         f"-filer.localSocket={workdir / 'filer.sock'}", f"-s3.localSocket={workdir / 's3.sock'}",
         "-master.telemetry=false",
@@ -88,16 +84,33 @@ def _start_weed(workdir: Path, identities: dict, *, volume_mb: int, volumes: int
         # Volumes grow on the first writes; their size and number bound what the server holds.
         f"-master.volumeSizeLimitMB={volume_mb}", f"-volume.max={volumes}",
     ]
+
+
+def grpc_sockets(ports: list[int]) -> list[Path]:
+    """The gRPC unix sockets weed opens in /tmp, named after the gRPC ports: ours to remove."""
+    _, _, _, _, s3_grpc, master_grpc, volume_grpc, filer_grpc = ports
+    return [Path(f"/tmp/seaweedfs-{role}-grpc-{port}.sock") for role, port in
+            (("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc), ("s3", s3_grpc))]
+
+
+def start_weed(workdir: Path, ports: list[int], log: Path, *, volume_mb: int = 64, volumes: int = 32) -> subprocess.Popen:
+    """Start ``weed`` (its output to ``log``) without the caller's AWS_* variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     with open(log, "wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True)
-    # weed also opens gRPC unix sockets named after the gRPC ports in /tmp; they are ours to remove.
-    sockets = [Path(f"/tmp/seaweedfs-{role}-grpc-{port}.sock") for role, port in
-               (("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc), ("s3", s3_grpc))]
-    return proc, s3, sockets, log
+        return subprocess.Popen(weed_args(workdir, ports, volume_mb=volume_mb, volumes=volumes), stdout=out,
+                                stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True)
 
 
-def _wait_for_s3(proc, endpoint, key, secret, log: Path, deadline: float, timeout: float) -> None:
+def _start_weed(workdir: Path, identities: dict, *, volume_mb: int, volumes: int) -> tuple[subprocess.Popen, int, list[Path], Path]:
+    (workdir / "data").mkdir(parents=True)
+    (workdir / "s3.json").write_text(json.dumps(identities))
+    log = workdir / "weed.log"
+    ports = free_ports(8)
+    proc = start_weed(workdir, ports, log, volume_mb=volume_mb, volumes=volumes)
+    return proc, ports[0], grpc_sockets(ports), log
+
+
+def wait_for_s3(proc, endpoint, key, secret, log: Path, deadline: float, timeout: float) -> None:
     """Poll until the endpoint answers an authenticated ListBuckets."""
     import botocore.session
     from botocore.config import Config
@@ -140,7 +153,7 @@ def running_s3(workdir: Path, identities: dict, key: str, secret: str, *, timeou
             sockets += attempt_sockets
             endpoint = f"http://127.0.0.1:{port}"
             try:
-                _wait_for_s3(proc, endpoint, key, secret, log, started + timeout, timeout)
+                wait_for_s3(proc, endpoint, key, secret, log, started + timeout, timeout)
                 break
             except RuntimeError:
                 stop(proc)

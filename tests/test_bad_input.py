@@ -47,8 +47,6 @@ from prdist.dataflow.synth import write_synthetic
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order
 
-pytestmark = pytest.mark.usefixtures("prefect_harness")
-
 PREFECT_LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} \| (INFO|WARNING|ERROR) +\| ")
 N = 600  # below the default plan's prefix g_l (3,492): every item is planned, so every row is read
 
@@ -481,9 +479,7 @@ def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path, case):
     """The real process on its own local cluster (worker processes): its stderr carries Prefect's
     console log and the workers' logs, and still no traceback, whether the input fails on opening
     or inside a Dask task."""
-    from prefect.settings import PREFECT_API_URL
-
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     url = case.build(tmp_path)
     out = tmp_path / "runs"
     done = subprocess.run(

@@ -34,6 +34,7 @@ from prdist.importance import (
     estimate_recall,
     pool_membership,
 )
+from compare_runs import compare_in_process
 from reverb_parquet import REVERB, reverb_frames, write_frame, write_reverb_systems
 
 needs_reverb = pytest.mark.skipif(not (REVERB / "labels.txt").is_file(), reason=f"the shared ReVerb data is not at {REVERB}")
@@ -278,7 +279,7 @@ def test_missing_labels_then_import_then_complete(tmp_path):
     half = labels.sample(frac=0.5, random_state=0)
     store = _store_with(tmp_path, half, "store")
 
-    first = cmp.run_compare(urls, out=out, params=params, labels=store)
+    first = compare_in_process(urls, out=out, params=params, labels=store)
     sample = pd.read_parquet(os.path.join(first.url, "sample.parquet"))
     drawn_keys = set(sample["key"])
     expected_missing = drawn_keys - set(half["key"])
@@ -304,7 +305,7 @@ def test_missing_labels_then_import_then_complete(tmp_path):
     filled = tmp_path / "filled.csv"
     task.to_csv(filled, index=False)
     import_labels(store, [str(filled)])
-    second = cmp.run_compare(urls, out=out, params=params, labels=store)
+    second = compare_in_process(urls, out=out, params=params, labels=store)
     assert second.missing == 0 and second.url != first.url
     frame = pd.read_parquet(os.path.join(second.url, "compare.parquet"))
     assert list(frame.columns[:8]) == ["system", "precision", "precision_se", "precision_ci_low", "precision_ci_high", "recall", "recall_se", "n_samples"]
@@ -319,8 +320,9 @@ def test_missing_labels_then_import_then_complete(tmp_path):
     np.testing.assert_allclose(frame["precision_ci_low"], est.ci_low, rtol=1e-10)
     np.testing.assert_allclose(frame["precision_ci_high"], est.ci_high, rtol=1e-10)
 
-    again = cmp.run_compare(urls, out=out, params=params, labels=store)
-    assert again.reused and again.url == second.url
+    committed = os.stat(os.path.join(second.url, "manifest.json")).st_mtime_ns
+    again = compare_in_process(urls, out=out, params=params, labels=store)
+    assert again.url == second.url and os.stat(os.path.join(again.url, "manifest.json")).st_mtime_ns == committed
 
 
 def test_recall_with_an_exhaustive_sample(tmp_path):
@@ -332,7 +334,7 @@ def test_recall_with_an_exhaustive_sample(tmp_path):
     exhaustive = tmp_path / "exhaustive.csv"
     scope.to_csv(exhaustive, index=False)
     params = cmp.CompareParams(budget=90, seed=8)
-    outcome = cmp.run_compare(urls, out=str(tmp_path / "runs"), params=params, labels=store, exhaustive=str(exhaustive))
+    outcome = compare_in_process(urls, out=str(tmp_path / "runs"), params=params, labels=store, exhaustive=str(exhaustive))
     frame = pd.read_parquet(os.path.join(outcome.url, "compare.parquet"))
 
     systems, core = core_sample(frames, params.distribution, frame["n_samples"].to_numpy(), seed=8)
@@ -349,7 +351,7 @@ def test_one_label_serves_every_system_and_release(tmp_path):
     old = frames["sys0"]
     v1 = write_systems({"v1": old}, tmp_path / "s")
     store = str(tmp_path / "store")
-    first = cmp.run_compare(v1, out=str(tmp_path / "runs"), params=cmp.CompareParams(budget=50, seed=1), labels=store)
+    first = compare_in_process(v1, out=str(tmp_path / "runs"), params=cmp.CompareParams(budget=50, seed=1), labels=store)
     task = pd.read_csv(first.task, dtype={"key": str}, keep_default_na=False)
     task["label"] = task["key"].map(labels.set_index("key")["label"])
     task.to_csv(tmp_path / "answers.csv", index=False)
@@ -413,14 +415,14 @@ def test_s3_round_trip(tmp_path, s3_server, s3_url, dask_client):
     store = f"{s3_url}/store"
     import_labels(store, [s3_labels], storage_options=options)
     params = cmp.CompareParams(budget=120, seed=6)
-    remote = cmp.run_compare(s3_systems, out=f"{s3_url}/runs", params=params, labels=store,
-                             storage_options=options, client=dask_client)
+    remote = compare_in_process(s3_systems, out=f"{s3_url}/runs", params=params, labels=store,
+                             storage_options=options, scheduler=dask_client.scheduler.address)
     assert remote.url.startswith("s3://") and remote.missing == 0
 
     local_systems, local_labels = write_reverb_systems(tmp_path, files=2)
     local_store = str(tmp_path / "store")
     import_labels(local_store, [local_labels])
-    local = cmp.run_compare(local_systems, out=str(tmp_path / "runs"), params=params, labels=local_store)
+    local = compare_in_process(local_systems, out=str(tmp_path / "runs"), params=params, labels=local_store)
 
     import s3fs
 

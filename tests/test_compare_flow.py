@@ -1,7 +1,8 @@
 """The compare-systems Prefect flow and ``prdist compare`` end to end, on the real ReVerb data.
 
-One ephemeral Prefect API serves the whole module (starting one costs 8-30 s); Dask runs on the
-session's in-process cluster (``--scheduler`` its address). The dataflow itself is tested against
+The flow runs once on Prefect (the session's test API) and once in-process, with the same numbers;
+the command line runs in-process, as with no Prefect API configured. Dask runs on the session's
+in-process cluster (``--scheduler`` its address). The dataflow itself is tested against
 the in-memory core in test_compare.py; here the question is whether the flow and the command wire
 it correctly: exit codes, the AwaitingLabels state, the annotation task, the label round trip,
 and the same numbers as the core.
@@ -21,6 +22,7 @@ from prdist.cli import main  # noqa: E402
 from prdist.dataflow import compare as cmp  # noqa: E402
 from prdist.dataflow.labels import import_labels  # noqa: E402
 from prdist.importance import SamplingDistribution, SystemOutput, draw_joint_sample, estimate_precision  # noqa: E402
+from compare_runs import compare_in_process  # noqa: E402
 from reverb_data import REVERB_SYSTEMS  # noqa: E402
 from reverb_parquet import REVERB, reverb_frames, write_reverb_systems  # noqa: E402
 
@@ -65,7 +67,7 @@ def test_flow_awaits_labels_then_completes_with_the_same_sample(tmp_path, reverb
 
     # The same numbers as the dataflow called directly.
     params = cmp.CompareParams(budget=120, seed=3, distribution=SamplingDistribution.top_k(200))
-    direct = cmp.run_compare(systems, out=str(tmp_path / "direct"), params=params, labels=store)
+    direct = compare_in_process(systems, out=str(tmp_path / "direct"), params=params, labels=store)
     pd.testing.assert_frame_equal(frame, pd.read_parquet(os.path.join(direct.url, "compare.parquet")))
 
 
@@ -76,7 +78,7 @@ def _command(systems, *, labels, out, scheduler, extra=()):
     return [*argv, "--labels", labels, "--budget", "600", "--seed", "0", "--out", out, "--scheduler", scheduler, *extra]
 
 
-def test_reverb_through_the_command_line(tmp_path, reverb, prefect_harness, dask_client, capsys):
+def test_reverb_through_the_command_line(tmp_path, reverb, dask_client, capsys):
     systems, label_file = reverb
     scheduler = dask_client.scheduler.address
     store = str(tmp_path / "store")
@@ -141,12 +143,12 @@ def test_reverb_through_the_command_line(tmp_path, reverb, prefect_harness, dask
     assert (with_recall["recall_se"] > 0).all()
 
 
-def test_command_line_missing_system_is_bad_input(tmp_path, reverb, prefect_harness, dask_client, capsys):
+def test_command_line_missing_system_is_bad_input(tmp_path, reverb, dask_client, capsys):
     systems, _ = reverb
     systems = {**systems, "gone": str(tmp_path / "no-such-system")}
     code = main(_command(systems, labels=str(tmp_path / "store"), out=str(tmp_path / "runs"),
                          scheduler=dask_client.scheduler.address))
-    # Prefect logs to stderr too; the command's own message is its last line, and one line.
+    # The command's own message is its last line, and one line.
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2
     assert last.startswith("prdist: error:") and "no-such-system" in last and "no such file" in last

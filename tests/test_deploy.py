@@ -29,7 +29,7 @@ from prdist import population
 from prdist.cli import main
 from prdist.dataflow import synth
 from prdist.errors import InputError, ParameterError
-from prdist.cli_release import EVENT, RESOURCE_PREFIX, ReleaseEvent, emit_release, release_event
+from flows.release import EVENT, RESOURCE_PREFIX, ReleaseEvent, emit_release, release_event
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

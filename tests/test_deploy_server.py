@@ -298,3 +298,46 @@ def test_create_bucket_job_gives_up_when_the_store_never_answers(monkeypatch):
     gave_up = _create_bucket("prdist", "--timeout", "4")
     assert gave_up.returncode == 1 and "did not answer within 4 s" in gave_up.stderr
     assert time.monotonic() - started < 40
+
+
+@pytest.mark.slow
+def test_a_configured_api_records_command_line_runs(prefect_server, tmp_path):
+    """`prdist run` with PREFECT_API_URL set runs as a flow run of that server, tasks and all; the
+    same command without it runs in-process and the server sees nothing new."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    resource = tmp_path / "release"
+    resource.mkdir()
+    n = 5_000
+    pq.write_table(pa.table({"key": list(range(n)), "score": [1.0 - i / n for i in range(n)], "label": [i % 2 for i in range(n)]}),
+                   resource / "part-0.parquet")
+    argv = [str(BIN / "prdist"), "run", "--resource", str(resource), "--oracle-column", "label", "--eps", "0.2", "--window", "10"]
+
+    def flow_runs() -> list:
+        with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), get_client(sync_client=True) as client:
+            return client.read_flow_runs()
+
+    before = len(flow_runs())
+    recorded = subprocess.run([*argv, "--out", str(tmp_path / "recorded")], capture_output=True, text=True, timeout=300,
+                              cwd=tmp_path, env=_clean_env(PREFECT_API_URL=prefect_server.api_url, PREFECT_HOME=str(tmp_path / "home")))
+    assert recorded.returncode == 0, recorded.stderr
+    assert "running in-process" not in recorded.stderr
+    runs = flow_runs()
+    assert len(runs) == before + 1
+    (latest,) = [r for r in runs if r.parameters.get("out") == str(tmp_path / "recorded")]
+    assert latest.state.is_completed()
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), get_client(sync_client=True) as client:
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[latest.id])))
+    assert {"open_resource_task", "extract_task", "write_task"} <= {t.task_key.split("-")[0] for t in tasks}
+
+    alone = subprocess.run([*argv, "--out", str(tmp_path / "alone")], capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path, env=_clean_env(PREFECT_HOME=str(tmp_path / "home")))
+    assert alone.returncode == 0, alone.stderr
+    assert "running in-process" in alone.stderr
+    assert len(flow_runs()) == before + 1
+    assert Path(alone.stdout.strip().splitlines()[-1]).name == Path(recorded.stdout.strip().splitlines()[-1]).name

@@ -31,10 +31,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import conftest
+import seaweed
 from prdist.cli import main
 from prdist.dataflow.labels import lookup_labels
-
-pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 ARTIFACTS = ("plan.parquet", "bounds.parquet", "report.html")
 
@@ -149,9 +148,8 @@ def tcp_cluster():
 
 def _prdist_process(argv, *, env_extra=None, preamble=""):
     """Start ``prdist`` as a process of its own (its own session, so the test can end it whole)."""
-    from prefect.settings import PREFECT_API_URL
-
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # In-process, as with nothing configured (the runners are compared in tests/test_runners.py).
+    env = {**{k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            **(env_extra or {})}
     code = f"import sys\n{preamble}\nfrom prdist.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     return subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -348,21 +346,6 @@ def test_a_worker_killed_during_rank_selection_changes_nothing(tmp_path, process
 # (b) The S3 server stopped and started again during a run
 
 
-def _weed_args(workdir: Path, ports: list[int]) -> list[str]:
-    """conftest._start_weed's command line, on given ports and a data directory that persists."""
-    s3, master, volume, filer, s3_grpc, master_grpc, volume_grpc, filer_grpc = ports
-    return [
-        str(conftest.WEED), "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-        f"-master.port={master}", f"-master.port.grpc={master_grpc}",
-        f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-        f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
-        "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
-        f"-s3.config={workdir / 's3.json'}", "-s3.autoCreateBucket=false",
-        f"-filer.localSocket={workdir / 'filer.sock'}", f"-s3.localSocket={workdir / 's3.sock'}",
-        "-master.telemetry=false", "-volume.preStopSeconds=0", "-master.volumeSizeLimitMB=64", "-volume.max=32",
-    ]
-
-
 class RestartableS3:
     """A SeaweedFS server of its own, which a test may stop and start again on the same ports."""
 
@@ -370,10 +353,8 @@ class RestartableS3:
         self.workdir = workdir
         self.key, self.secret = "fault-key", f"fault-secret-{uuid.uuid4().hex}"
         (workdir / "data").mkdir(parents=True)
-        (workdir / "s3.json").write_text(json.dumps({"identities": [{
-            "name": "admin", "credentials": [{"accessKey": self.key, "secretKey": self.secret}],
-            "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}))
-        self.ports = conftest._free_ports(8)
+        (workdir / "s3.json").write_text(json.dumps({"identities": [seaweed.admin_identity(self.key, self.secret)]}))
+        self.ports = seaweed.free_ports(8)
         self.endpoint = f"http://127.0.0.1:{self.ports[0]}"
         self.proc = None
         self.starts = 0
@@ -385,22 +366,18 @@ class RestartableS3:
     def start(self) -> float:
         started = time.monotonic()
         log = self.workdir / f"weed-{self.starts}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        with open(log, "wb") as sink:
-            self.proc = subprocess.Popen(_weed_args(self.workdir, self.ports), stdout=sink, stderr=subprocess.STDOUT,
-                                         cwd=self.workdir, env=env, start_new_session=True)
+        self.proc = seaweed.start_weed(self.workdir, self.ports, log)
         self.starts += 1
-        conftest._wait_for_s3(self.proc, self.endpoint, self.key, self.secret, log, started + conftest.S3_START_TIMEOUT)
+        seaweed.wait_for_s3(self.proc, self.endpoint, self.key, self.secret, log, started + conftest.S3_START_TIMEOUT,
+                            conftest.S3_START_TIMEOUT)
         return time.monotonic() - started
 
     def stop(self) -> None:
         if self.proc is not None:
-            conftest._stop(self.proc)
+            seaweed.stop(self.proc)
 
     def sockets(self) -> list[Path]:
-        _, _, _, _, s3_grpc, master_grpc, volume_grpc, filer_grpc = self.ports
-        return [Path(f"/tmp/seaweedfs-{role}-grpc-{port}.sock") for role, port in
-                (("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc), ("s3", s3_grpc))]
+        return seaweed.grpc_sockets(self.ports)
 
 
 @pytest.fixture

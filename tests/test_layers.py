@@ -1,6 +1,6 @@
 """The layers the README states are the code's: imports point down only, and never in a circle.
 
-    commands  prdist/cli.py, prdist/cli_release.py, prdist/__main__.py      (may import anything)
+    commands  prdist/cli.py, prdist/__main__.py      (may import anything)
     flows     flows/                                                         (Prefect wiring)
     dataflow  prdist/dataflow/     Dask and storage; never Prefect, flows or the commands
     core      prdist/*.py          pure NumPy/SciPy; never Dask, Prefect, flows, dataflow, commands
@@ -15,13 +15,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "prdist"
 
 #: Modules of the command layer: they sit above everything and may import anything.
-COMMANDS = {"prdist.cli", "prdist.cli_release", "prdist.__main__"}
+COMMANDS = {"prdist.cli", "prdist.__main__"}
 ENGINES = ("dask", "distributed", "prefect", "flows")
 
 def _module_name(path: Path) -> str:

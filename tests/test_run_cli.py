@@ -1,4 +1,4 @@
-"""`prdist run` end to end through the Prefect flow: the human-in-the-loop cycle and the demo."""
+"""`prdist run` end to end: the human-in-the-loop cycle (on both runners) and the demo (in-process)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from prdist.cli import main
-
-pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 @pytest.fixture
@@ -48,7 +46,7 @@ def run(*argv):
     return code, out.strip().splitlines()[-1] if out.strip() else "", err
 
 
-def test_awaiting_labels_then_import_then_complete(tmp_path, resource):
+def test_awaiting_labels_then_import_then_complete(tmp_path, resource, runner):
     url, truth = resource
     store, out = str(tmp_path / "labels"), str(tmp_path / "runs")
     args = ["--resource", url, "--out", out, "--labels", store, "--eps", "0.2", "--window", "10", "--confidence", "none"]
@@ -56,6 +54,7 @@ def test_awaiting_labels_then_import_then_complete(tmp_path, resource):
     code, run_dir, err = run(*args)
     assert code == 3, err
     assert "await labels" in err
+    assert ("running in-process" in err) == (runner == "in-process")
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["awaiting_labels"]
     assert manifest["counts"]["unknown"] == manifest["counts"]["annotations"]
@@ -84,15 +83,16 @@ def test_awaiting_labels_then_import_then_complete(tmp_path, resource):
     assert final["counts"]["unknown"] == 0 and not final["awaiting_labels"]
     assert (Path(third) / "report.html").stat().st_size > 10_000
 
-    # Same inputs, same labels: the committed run is found and nothing is redone.
-    code, again, _ = run(*args)
-    assert code == 0 and again == third
+    # Same inputs, same labels: the committed run is found and nothing is redone (nor run).
+    code, again, err = run(*args)
+    assert code == 0 and again == third and "running in-process" not in err
 
 
 def test_the_demo_runs_with_nothing_configured(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, run_dir, err = run("--demo-n", "30000", "--eps", "0.1")
     assert code == 0, err
+    assert err.count("prdist: running in-process (no Prefect API configured)") == 1  # said once, not per flow
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     assert manifest["n"] == 30_000 and manifest["counts"]["unknown"] == 0
     assert Path(run_dir).resolve().is_relative_to(tmp_path / "prdist-runs")

@@ -152,3 +152,4 @@ def test_agreement_equals_the_coincidence_matrix_oracle():
 def test_agreement_undefined_without_pairs_or_spread():
     assert agreement(records([("a", 1, "x"), ("b", 0, "y")])).alpha is None
     assert agreement(records([("a", 1, "x"), ("a", 1, "y")])).alpha is None
+

@@ -21,30 +21,32 @@ Every function takes an optional ``client`` (a ``distributed.Client``); without 
 tasks run in-process. The pure kernels they call live in the core modules of :mod:`prdist`.
 """
 
-from .extract import extract_ranks
-from .order import verify_order
-from .parquet import OrderCheck, Resource, open_resource
-from .labels import import_labels, keys_missing_from, lookup_labels
-from .ranked import write_ranked_copy
-from .select import check_unique_keys, select_ranks
-from .storage import AlreadyExists, StorageUnavailable, redact, redact_url, write_bytes_exclusive, write_parquet
+import importlib
 
-__all__ = [
-    "AlreadyExists",
-    "StorageUnavailable",
-    "import_labels",
-    "keys_missing_from",
-    "lookup_labels",
-    "OrderCheck",
-    "Resource",
-    "check_unique_keys",
-    "extract_ranks",
-    "open_resource",
-    "redact",
-    "redact_url",
-    "select_ranks",
-    "verify_order",
-    "write_bytes_exclusive",
-    "write_ranked_copy",
-    "write_parquet",
-]
+#: Public name -> the module of prdist.dataflow that defines it. Imported on first use (PEP 562),
+#: so that a command reading one module (the label store, a run's manifest) loads no others.
+_LAZY = {
+    **dict.fromkeys(("OrderCheck", "Resource", "open_resource"), "parquet"),
+    "extract_ranks": "extract",
+    "verify_order": "order",
+    **dict.fromkeys(("import_labels", "keys_missing_from", "lookup_labels"), "labels"),
+    "write_ranked_copy": "ranked",
+    **dict.fromkeys(("check_unique_keys", "select_ranks"), "select"),
+    **dict.fromkeys(
+        ("AlreadyExists", "StorageUnavailable", "redact", "redact_url", "write_bytes_exclusive", "write_parquet"), "storage"
+    ),
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'prdist.dataflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Iterator
 
 import dask
@@ -13,7 +15,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..errors import InputError, PrdistError
 
-__all__ = ["WORKER_MALLOC_CONFIG", "QuietPrdistErrors", "dask_client"]
+__all__ = ["LOCAL_CLUSTER_FROM_ITEMS", "WORKER_MALLOC_CONFIG", "QuietPrdistErrors", "dask_client", "one_cluster"]
 
 
 #: Dask configuration for local clusters. distributed starts workers with
@@ -62,9 +64,34 @@ class QuietPrdistErrors(WorkerPlugin):
             logger.removeFilter(f)
 
 
+#: Below this many items a pass runs in-process (``client=None``) unless a scheduler is named:
+#: starting a local cluster (3-5 s of worker processes) costs more than the pass saves. Both paths
+#: run the same kernels and give identical results (tests/test_runners.py).
+LOCAL_CLUSTER_FROM_ITEMS = 8_000_000
+
+# The clients of the innermost one_cluster() block, by (scheduler, workers).
+_SHARED: list[tuple[dict, contextlib.ExitStack]] = []
+
+
 @contextlib.contextmanager
-def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> Iterator[Client]:
-    """Yield a ``distributed.Client``.
+def one_cluster() -> Iterator[None]:
+    """Within this block, every :func:`dask_client` of one scheduler yields one client.
+
+    A flow enters it once: its steps each ask for a client, and a local cluster starts at most
+    once per run (when a step first needs it, so a run that needs none starts none) and stops at
+    the end of the block.
+    """
+    with contextlib.ExitStack() as stack:
+        _SHARED.append(({}, stack))
+        try:
+            yield
+        finally:
+            _SHARED.pop()
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, *, workers: int | None = None, items: int | None = None) -> Iterator[Client | None]:
+    """Yield a ``distributed.Client``, or None where in-process computing is faster.
 
     Parameters
     ----------
@@ -76,8 +103,26 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> 
         loops that hold the GIL between calls).
     workers : int, optional
         Number of local workers (default: the number of cores, at most 4).
+    items : int, optional
+        Size of the pass. Without a scheduler and below :data:`LOCAL_CLUSTER_FROM_ITEMS` items,
+        None is yielded: the caller computes in-process.
     """
     scheduler = scheduler or dask.config.get("scheduler-address", None)
+    if not scheduler and items is not None and items < LOCAL_CLUSTER_FROM_ITEMS:
+        yield None
+        return
+    if not _SHARED:
+        with _new_client(scheduler, workers) as client:
+            yield client
+        return
+    clients, stack = _SHARED[-1]
+    if (scheduler, workers) not in clients:
+        clients[scheduler, workers] = stack.enter_context(_new_client(scheduler, workers))
+    yield clients[scheduler, workers]
+
+
+@contextlib.contextmanager
+def _new_client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
     if scheduler:
         try:
             client = Client(scheduler, timeout="20s")
@@ -86,7 +131,7 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> 
                 f"Could not reach the Dask scheduler at {scheduler!r} ({exc}). "
                 "Check the address, or leave --scheduler out to use a local cluster."
             ) from None
-        with client:
+        with client:  # its owner knows its dashboard: only a cluster started here announces one
             yield client
         return
     n = workers or max(1, min(4, os.cpu_count() or 1))
@@ -95,8 +140,13 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> 
     level = quiet.level
     quiet.setLevel(logging.WARNING)
     try:
-        with dask.config.set(WORKER_MALLOC_CONFIG), LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_kwargs={"dashboard": False}, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+        # The dashboard needs bokeh, an optional dependency: served (on a free port) when it is installed.
+        dashboard = importlib.util.find_spec("bokeh") is not None
+        with dask.config.set(WORKER_MALLOC_CONFIG), LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_kwargs={"dashboard": dashboard}, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
             client.register_plugin(QuietPrdistErrors())
+            if dashboard:
+                print(f"prdist: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
             yield client
     finally:
         quiet.setLevel(level)
+

@@ -93,9 +93,6 @@ from .compare_sampling import (
     join_sample,
     system_weights,
 )
-from .artifacts import RunOutcome
-from .parquet import DEFAULT_PARTITION_ROWS
-from .unjudged import estimate_labeled
 
 __all__ = [
     "ALLOCATIONS",
@@ -115,67 +112,7 @@ __all__ = [
     "join_sample",
     "open_systems",
     "read_exhaustive",
-    "run_compare",
     "system_weights",
     "write_compare",
 ]
 
-
-def run_compare(systems, *, out: str, params: CompareParams, labels: str | None = None,
-                exhaustive: str | None = None, storage_options=None, client=None, key: str = "key",
-                score: str = "score", partition_rows: int = DEFAULT_PARTITION_ROWS,
-                bucket_rows: int = DEFAULT_BUCKET_ROWS, rule: str = "majority") -> RunOutcome:
-    """Compare systems end to end: open, draw, join, label, estimate, write (the flow's steps in order).
-
-    Parameters
-    ----------
-    systems : mapping of str to str, or sequence of (name, url) pairs
-    out : str
-        Root of the run directories.
-    params : CompareParams
-    labels : str, optional
-        The shared label store.
-    exhaustive : str, optional
-        An exhaustive sample (label file) for recall.
-    storage_options : dict, optional
-        fsspec options for every URL.
-    client : distributed.Client, optional
-        Default in-process.
-    key, score : str
-        Column names.
-    partition_rows, bucket_rows : int
-        Rows per task and support items per bucket.
-
-    Returns
-    -------
-    RunOutcome
-        ``missing > 0`` when drawn items await labels (the run then holds the annotation task).
-
-    Examples
-    --------
-    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
-    >>> d = tempfile.mkdtemp()
-    >>> for name, keys in (("a", [1, 2, 3, 4]), ("b", [3, 4, 5, 6])):
-    ...     pq.write_table(pa.table({"key": keys, "score": [0.9, 0.8, 0.7, 0.6]}), os.path.join(d, name + ".parquet"))
-    >>> with open(os.path.join(d, "labels.csv"), "w") as fh:
-    ...     _ = fh.write("key,label\\n1,1\\n2,1\\n3,0\\n4,1\\n5,0\\n6,0\\n")
-    >>> from prdist.dataflow.labels import import_labels
-    >>> _ = import_labels(os.path.join(d, "store"), [os.path.join(d, "labels.csv")])
-    >>> outcome = run_compare({"a": os.path.join(d, "a.parquet"), "b": os.path.join(d, "b.parquet")},
-    ...                       out=os.path.join(d, "runs"), params=CompareParams(budget=40, seed=0),
-    ...                       labels=os.path.join(d, "store"))
-    >>> outcome.missing, [r["system"] for r in outcome.manifest["results"]]
-    (0, ['a', 'b'])
-    """
-    opened = open_systems(systems, storage_options=storage_options, key=key, score=score)
-    sample_of = None
-    if exhaustive is not None:
-        sample_of = read_exhaustive(exhaustive, key_kind=opened[0].resource.key_kind, storage_options=storage_options)
-    drawn = draw_sample(opened, params, extra_keys=None if sample_of is None else sample_of.keys, client=client,
-                        partition_rows=partition_rows, bucket_rows=bucket_rows)
-    labeled = attach_labels(drawn, labels, storage_options=storage_options, rule=rule)
-    frame = diagnostics = None
-    if labeled.missing == 0:
-        frame, diagnostics = estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
-    return write_compare(opened, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,
-                         labels=labels, exhaustive=sample_of, storage_options=storage_options)

@@ -14,13 +14,10 @@ import pandas as pd
 
 from .. import derived
 from .._validation import check_choice, check_float, check_int
-from ..bounds import paula_bounds
 from ..errors import DataError, ParameterError
 from ..plan import plan_paula
-from ..sampling import estimate_random, estimate_stratified, plan_random, plan_stratified
 from ..verdicts import AGGREGATIONS, kinds_of
 from .artifacts import run_id
-from .bands import bootstrap_bands
 from .labels import LabelLookup, lookup_labels, normalise_keys
 from .storage import join_url
 
@@ -150,6 +147,8 @@ def with_band_arm(planned: PlannedRanks, arm: np.ndarray) -> PlannedRanks:
 
 def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
     """Plan the annotations of ``params.method`` (plus the bands' random arm) for ``n`` items."""
+    from ..sampling import plan_random, plan_stratified  # SciPy: imported by the steps that compute
+
     paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
     if params.method == "paula":
         role, grid_index = paula.roles()
@@ -167,6 +166,8 @@ def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
 
 def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     """The uniform random arm that feeds the bootstrap bands (its own seed stream)."""
+    from ..sampling import plan_random
+
     seed = np.random.SeedSequence([params.seed, 0xBA7D5])
     return plan_random(n, size=min(n, params.band_sample), seed=seed).ranks
 
@@ -182,6 +183,8 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     (``settled``: True where the unknown label will never come) are left out under the stated
     assumption that they are missing at random; ``attrs`` record how many.
     """
+    from .bands import bootstrap_bands  # distributed: imported by the step that needs it
+
     if planned.in_band_arm is None:
         return None
     arm_labels = labels[planned.in_band_arm]
@@ -288,6 +291,9 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
     PAULA's deterministic bounds (``confidence`` None) also take every other known verdict of
     the run (the bands' random arm) where it tightens them: :func:`with_every_label`.
     """
+    from ..bounds import paula_bounds
+    from ..sampling import estimate_random, estimate_stratified
+
     every = labels
     labels = planned.plan_labels(labels)
     if planned.method == "paula":

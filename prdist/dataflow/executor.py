@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import dask
 
 from .parquet import Footer, Partition
 from .progress import report_progress
@@ -86,6 +85,8 @@ def compute_all(client, graph) -> list:
     synchronous scheduler, and a task-based shuffle, which needs no cluster), like every
     function of this module.
     """
+    import dask  # here: reading a resource or a run (a committed rerun) does not import Dask
+
     if client is None:
         with dask.config.set({"dataframe.shuffle.method": "tasks"}):
             return list(dask.compute(*graph(), scheduler="sync"))

@@ -40,11 +40,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..label_choices import LABEL_FORMATS
 from ..errors import DataError, InputError
 
 __all__ = ["FORMATS", "detect_format", "raw_records"]
 
-FORMATS = ("auto", "csv", "jsonl", "parquet", "label-studio", "mturk", "prodigy", "argilla")
+FORMATS = LABEL_FORMATS
 RAW_COLUMNS = ["row", "key", "value", "annotator", "time"]
 # The name of the choice a tool's export holds the verdict under, in order of preference.
 VERDICT_NAMES = ("verdict", "label", "answer", "judgement", "judgment", "correct")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 import time
 
-from distributed import as_completed
-
 __all__ = ["report_progress"]
 
 _MIN_TASKS = 8
@@ -21,6 +19,8 @@ def report_progress(futures, label: str) -> None:
     stream = sys.stderr
     if len(futures) < _MIN_TASKS or not stream.isatty():
         return
+    from distributed import as_completed  # here: opening a resource need not import distributed
+
     started, total = time.monotonic(), len(futures)
     for done, _ in enumerate(as_completed(futures), start=1):
         stream.write(f"\r{label}: {done}/{total} partitions, {time.monotonic() - started:.0f} s")

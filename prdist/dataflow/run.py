@@ -23,7 +23,7 @@ from .parquet import Resource, open_resource
 from .select import select_ranks
 from .storage import exists, filesystem, write_parquet
 
-__all__ = ["exact_precision", "extract_items", "open_for_run", "read_items", "strict_json", "summary_markdown", "write_run"]
+__all__ = ["committed_run", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "strict_json", "summary_markdown", "write_run"]
 
 
 def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
@@ -102,10 +102,32 @@ def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | Non
     return pd.DataFrame({"rank": ranks, "precision": y[ranks - 1] / ranks})
 
 
+def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: str) -> RunDirectory:
+    """The directory of the run of ``resource`` under ``params`` with these labels: its id hashes all three."""
+    labels_fp = labels_fingerprint(resolution.labels, resolution.kinds)
+    return RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
+
+
+def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, labels: str | None) -> RunOutcome | None:
+    """The committed run these inputs make, found without a cluster or an orchestrator; None if there is none.
+
+    The extraction is staged keyed by the input fingerprint and the parameters: its items give the
+    keys whose labels (looked up now) complete the run id. No staged items, no run.
+    """
+    staging = ev.staging_url(out, resource, params)
+    fs, path = filesystem(staging, resource.storage_options)
+    if not fs.exists(path):
+        return None
+    items = read_items(staging, resource)
+    resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels, storage_options=resource.storage_options,
+                                   rule=params.aggregate)
+    run = run_directory(resource, params, resolution, out=out)
+    return committed_outcome(run)
+
+
 def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run."""
-    labels_fp = labels_fingerprint(resolution.labels, resolution.kinds)
-    run = RunDirectory(out, run_id(resource.fingerprint, params.to_dict(), labels_fp), resource.storage_options)
+    run = run_directory(resource, params, resolution, out=out)
     if (reused := committed_outcome(run)) is not None:
         return reused
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from .storage import exists, filesystem, join_url
 
-__all__ = ["run_summary"]
+__all__ = ["awaiting_message", "run_summary"]
 
 
 def _read(run: str, name: str, storage_options):
@@ -54,3 +54,8 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
         lines.append(f"awaiting labels: {counts['awaiting']:,} items, task at {manifest['annotation_task']}")
     lines.append(f"report: {join_url(run, 'report.html')}")
     return "\n".join(lines)
+
+
+def awaiting_message(outcome, waiting_for: str) -> str:
+    """The one line that says a run awaits labels: how many ``waiting_for`` and where their task is."""
+    return f"{outcome.missing} {waiting_for} await labels; annotation task at {outcome.task}"

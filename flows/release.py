@@ -22,8 +22,8 @@ import uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from .redaction import redact_url, refuse_credentials
-from .errors import InputError, ParameterError
+from prdist.redaction import redact_url, refuse_credentials
+from prdist.errors import InputError, ParameterError
 
 __all__ = ["EVENT", "RESOURCE_PREFIX", "ReleaseEvent", "emit_release", "release_event"]
 

@@ -1,0 +1,320 @@
+"""The notebook surface: one object that holds a ranked resource, its plan and its labels.
+
+``prdist.evaluate(scores)`` ranks the items (descending score, ties broken by the key hash of
+:mod:`prdist.ranking`), plans the PAULA annotations and tells which items to label
+(``to_label``); ``with_labels(mapping)`` returns a new :class:`Evaluation` holding the verdicts
+given so far, whose ``bounds``, ``cutoffs``, ``plot()`` and HTML view are computed from the core
+(:func:`prdist.paula_bounds`, :func:`prdist.derived.deepest_rank`). Nothing here reads files or
+starts a cluster: for resources that do not fit in memory use ``prdist run``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from . import derived
+from ._validation import as_label_array, check_float, check_int
+from .bounds import PaulaBounds, paula_bounds
+from .errors import DataError, ParameterError
+from .plan import PaulaPlan, plan_paula
+from .plotting import plot_bounds
+from .ranking import as_key_array, rank_order
+from .report import render_report, render_summary
+
+__all__ = ["Evaluation", "evaluate", "parse_verdicts"]
+
+_OWNER = "evaluate"
+TARGETS = (0.95, 0.9, 0.8, 0.7)
+CANNOT_JUDGE = "skip"
+
+
+def parse_verdicts(mapping) -> pd.Series:
+    """Verdicts keyed by item key: 1.0 correct, 0.0 incorrect, NaN cannot judge.
+
+    Accepts a dict or a pandas Series whose values are 1/0, True/False or ``"skip"`` (any case:
+    the annotator cannot judge the item, which is then never requested again). ``None`` and NaN
+    mean "no verdict yet" and are left out.
+
+    >>> parse_verdicts({"a": 1, "b": False, "c": "skip", "d": None}).to_dict()
+    {'a': 1.0, 'b': 0.0, 'c': nan}
+    """
+    if isinstance(mapping, pd.Series):
+        series = mapping
+    elif isinstance(mapping, dict):
+        series = pd.Series(mapping, dtype=object)
+    else:
+        raise DataError(
+            f"Labels for with_labels must be a dict or a pandas Series (key -> 1, 0 or 'skip'); "
+            f"got {type(mapping).__name__}. Build one with dict(zip(keys, labels))."
+        )
+    if series.index.has_duplicates:
+        key = series.index[series.index.duplicated()][0]
+        raise DataError(f"The labels name key {key!r} twice; give one verdict per key.")
+    out = {}
+    for key, value in series.items():
+        verdict = _verdict(value)
+        if verdict is not None:
+            out[key] = verdict
+    return pd.Series(out, dtype=np.float64)
+
+
+def _verdict(value) -> float | None:
+    """1.0 / 0.0, NaN for "cannot judge", None for "no verdict"; anything else is refused."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() == CANNOT_JUDGE:
+            return np.nan
+    elif isinstance(value, (bool, np.bool_)):
+        return float(value)
+    elif isinstance(value, numbers.Real):
+        if np.isnan(value):
+            return None
+        if value in (0, 1):
+            return float(value)
+    raise DataError(f"A verdict must be 1, 0, True, False or 'skip' (cannot judge); got {value!r}. Map it first.")
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """A ranked resource in memory, its PAULA plan and the verdicts given so far.
+
+    Built by :func:`evaluate`; immutable (:meth:`with_labels` returns a new one).
+
+    Attributes
+    ----------
+    scores, keys : ndarray
+        Scores and keys in rank order (rank r at position r - 1).
+    plan : PaulaPlan
+        The planned ranks.
+    verdicts : pandas.Series
+        Verdicts by key: 1.0 correct, 0.0 incorrect, NaN cannot judge.
+    confidence : float or None
+        Confidence level of the bounds under label noise; None for the paper's deterministic
+        bounds.
+    truth : ndarray or None
+        Labels of every item in rank order, when ``evaluate`` was given a complete label array
+        (simulations); drawn as the exact precision function.
+    unmatched : int
+        Verdicts given for keys that are not items of the resource (ignored).
+    """
+
+    scores: np.ndarray
+    keys: np.ndarray
+    plan: PaulaPlan
+    verdicts: pd.Series
+    confidence: float | None
+    truth: np.ndarray | None = None
+    unmatched: int = 0
+
+    @property
+    def n(self) -> int:
+        """Number of items."""
+        return self.plan.n
+
+    @cached_property
+    def planned(self) -> pd.DataFrame:
+        """Every planned item, by rank: rank, key, score, label (NaN: unknown or cannot judge)."""
+        ranks = self.plan.ranks
+        keys = self.keys[ranks - 1]
+        return pd.DataFrame(
+            {"rank": ranks, "key": keys, "score": self.scores[ranks - 1], "label": self.verdicts.reindex(keys).to_numpy()}
+        )
+
+    @property
+    def to_label(self) -> pd.DataFrame:
+        """The planned items without a verdict, by rank: rank, key, score."""
+        planned = self.planned
+        waiting = ~planned["key"].isin(self.verdicts.index).to_numpy()
+        return planned.loc[waiting, ["rank", "key", "score"]].reset_index(drop=True)
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Labels aligned with ``plan.ranks`` (NaN: unknown or cannot judge)."""
+        return self.planned["label"].to_numpy(dtype=np.float64)
+
+    @cached_property
+    def bounds(self) -> PaulaBounds:
+        """The PAULA bounds from the verdicts given so far (unknown labels count against them)."""
+        return paula_bounds(self.plan, self.labels, confidence=self.confidence)
+
+    @cached_property
+    def cutoffs(self) -> pd.DataFrame:
+        """The deepest rank whose precision is guaranteed to reach each target.
+
+        Columns target, rank (0: no rank is guaranteed), score (the score at that rank: keeping
+        the items scored at least that high keeps the guarantee, ties aside).
+        """
+        ranks = [derived.deepest_rank(self.bounds, t) for t in TARGETS]
+        scores = [float(self.scores[r - 1]) if r > 0 else np.nan for r in ranks]
+        return pd.DataFrame({"target": TARGETS, "rank": np.asarray(ranks, dtype=np.int64), "score": scores})
+
+    @cached_property
+    def counts(self) -> dict:
+        """Planned labels, in the run manifest's terms: annotations, labeled, unknown (awaiting or
+        cannot judge), cannot_judge, awaiting (no verdict yet)."""
+        label = self.planned["label"].to_numpy(dtype=np.float64)
+        awaiting = len(self.to_label)
+        labeled = int(np.isfinite(label).sum())
+        unknown = self.plan.size - labeled
+        return {"annotations": self.plan.size, "labeled": labeled, "unknown": unknown,
+                "cannot_judge": unknown - awaiting, "awaiting": awaiting}
+
+    def with_labels(self, mapping) -> Evaluation:
+        """A new Evaluation with these verdicts added (a key's newest verdict wins).
+
+        Parameters
+        ----------
+        mapping : dict or pandas.Series
+            Item key -> 1 (correct), 0 (incorrect), True/False, or "skip" (cannot judge). None
+            and NaN are ignored. Keys that are not items of the resource are counted in
+            ``unmatched`` and otherwise ignored (a label file often covers other systems too);
+            a mapping none of whose keys is an item is refused (DataError).
+        """
+        new = parse_verdicts(mapping)
+        matched = new.index.isin(pd.Index(self.keys))
+        if new.size and not matched.any():
+            # Not one key in common: the keys are spelled otherwise (text against integers, another
+            # separator), which silently ignoring them would hide.
+            raise DataError(
+                f"None of the {new.size} labeled keys is an item of this evaluation (labels use keys like "
+                f"{new.index[0]!r}, items like {self.keys[0]!r}); build the label keys as the items' keys."
+            )
+        verdicts = pd.concat([self.verdicts[~self.verdicts.index.isin(new.index)], new[matched]])
+        return replace(self, verdicts=verdicts, unmatched=self.unmatched + int((~matched).sum()))
+
+    def exact(self) -> pd.DataFrame | None:
+        """The exact precision function (rank, precision) when every item's label is known."""
+        if self.truth is None:
+            return None
+        ranks = np.arange(1, self.n + 1, dtype=np.int64)
+        return pd.DataFrame({"rank": ranks, "precision": np.cumsum(self.truth) / ranks})
+
+    def plot(self, ax=None):
+        """Draw the bounds on p(r) against the rank (log scale); see :func:`prdist.plotting.plot_bounds`.
+
+        Returns the matplotlib Axes. Needs matplotlib (``pip install 'prdist[plot]'``).
+        """
+        return plot_bounds(self.bounds, ax=ax, exact=self.exact())
+
+    def report(self, title: str | None = None) -> str:
+        """The full HTML report (as ``prdist run`` writes it): summary, precision and PR plots,
+        cut-offs, labels and diagnostics, as one self-contained document to save or mail.
+
+        >>> page = evaluate([0.9, 0.5, 0.1], [1, 1, 0]).report()
+        >>> page.startswith("<!DOCTYPE html>"), page.count("<svg")
+        (True, 2)
+        """
+        role, _ = self.plan.roles()
+        plan = self.planned.assign(role=role)
+        return render_report(manifest=self._manifest(), bounds=self.bounds.table(), plan=plan,
+                             cutoffs=self.cutoffs, exact=self.exact(), title=title)
+
+    def _repr_html_(self) -> str:
+        return render_summary(self._manifest(), self.bounds.table(), exact=self.exact())
+
+    def _manifest(self) -> dict:
+        """What the report's summary shows, in the run manifest's terms."""
+        params = {"method": "paula", "eps": self.plan.eps, "window": self.plan.window, "confidence": self.confidence}
+        return {
+            "n": self.n,
+            "params": params,
+            "counts": self.counts,
+            "diagnostics": self.bounds.diagnostics.to_dict(),
+            "ap_bounds": list(derived.average_precision_bounds(self.bounds)),
+        }
+
+    def __repr__(self) -> str:
+        b = self.bounds.table().iloc[-1]
+        c = self.counts
+        return (
+            f"Evaluation(n={self.n}, planned={c['annotations']}, labeled={c['labeled']}, awaiting={c['awaiting']}, "
+            f"precision at n in [{b['precision_lower']:.3f}, {b['precision_upper']:.3f}])"
+        )
+
+
+def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window=100, confidence=0.95) -> Evaluation:
+    """Rank a resource held in memory, plan its annotations and bound its precision function.
+
+    Parameters
+    ----------
+    scores : array-like, pandas Series or DataFrame column, shape (n,)
+        Finite confidence scores; higher ranks first.
+    labels : array-like of shape (n,) or dict or pandas Series, optional
+        Either labels aligned with ``scores`` (1, 0, NaN = unknown; a simulation or a validation
+        set) or a mapping key -> verdict as :meth:`Evaluation.with_labels` takes. A dict or a
+        pandas Series is read as a mapping by key; pass ``series.to_numpy()`` for labels aligned
+        by position.
+    keys : array-like of int or str, shape (n,), optional
+        Unique item keys; default the positions 0..n-1 (the index is ignored).
+    method : {"paula"}
+        The annotation plan.
+    eps, window : float, int
+        PAULA's grid spacing and window width (see :func:`prdist.plan_paula`).
+    confidence : float in (0, 1) or None, default 0.95
+        Bounds that hold with this probability under label noise; None for the paper's
+        deterministic bounds.
+
+    Returns
+    -------
+    Evaluation
+
+    Examples
+    --------
+    >>> ev = evaluate([0.9, 0.8, 0.7, 0.6], keys=["a", "b", "c", "d"])
+    >>> ev.to_label["key"].tolist()
+    ['a', 'b', 'c', 'd']
+    >>> ev = ev.with_labels({"a": 1, "b": 1, "c": "skip", "d": 0})
+    >>> ev.counts
+    {'annotations': 4, 'labeled': 3, 'unknown': 1, 'cannot_judge': 1, 'awaiting': 0}
+    >>> ev.bounds.lower(4).item(), ev.bounds.upper(4).item()
+    (0.5, 0.75)
+    """
+    if method != "paula":
+        raise ParameterError(
+            f"The 'method' parameter of {_OWNER} must be 'paula'. Got {method!r} instead; the sampling "
+            "baselines are prdist run --method random|stratified."
+        )
+    check_float(eps, name="eps", owner=_OWNER, low=0.0, high=1.0, low_open=True)
+    check_int(window, name="window", owner=_OWNER, low=1)
+    if confidence is not None:
+        confidence = check_float(confidence, name="confidence", owner=_OWNER, low=0.0, high=1.0, low_open=True, high_open=True)
+    raw = np.asarray(scores.to_numpy() if isinstance(scores, pd.Series) else scores)
+    if raw.ndim != 1 or raw.size == 0:
+        raise DataError(f"The scores of {_OWNER} must be a non-empty 1-d array; got shape {raw.shape}.")
+    try:
+        s = raw.astype(np.float64)
+    except (TypeError, ValueError):
+        raise DataError(f"The scores of {_OWNER} must be numbers; got dtype {raw.dtype}. Convert them to float first.") from None
+    k = np.arange(s.size, dtype=np.int64) if keys is None else as_key_array(keys.to_numpy() if isinstance(keys, pd.Series) else keys)
+    if k.shape != s.shape:
+        raise DataError(f"{_OWNER} got {s.size} scores but {k.size} keys; give one key per score.")
+    if pd.Index(k).has_duplicates:
+        dup = pd.Index(k)[pd.Index(k).duplicated()][0]
+        raise DataError(f"Item keys must be unique; {dup!r} occurs more than once. Deduplicate the items first.")
+    order = rank_order(s, k)
+    ev = Evaluation(
+        scores=s[order], keys=k[order], plan=plan_paula(s.size, eps=eps, window=window),
+        verdicts=pd.Series([], dtype=np.float64), confidence=confidence,
+    )
+    if labels is None:
+        return ev
+    if isinstance(labels, (dict, pd.Series)):
+        return ev.with_labels(labels)
+    return _with_label_array(ev, labels, order)
+
+
+def _with_label_array(ev: Evaluation, labels, order: np.ndarray) -> Evaluation:
+    """Labels aligned with the input scores: NaN unknown; complete labels are also the truth."""
+    v = as_label_array(labels, owner=_OWNER)
+    if v.size != order.size:
+        raise DataError(f"{_OWNER} got {order.size} scores but {v.size} labels; align the labels with the scores.")
+    ranked = v[order]
+    known = ~np.isnan(ranked)
+    verdicts = pd.Series(ranked[known], index=ev.keys[known], dtype=np.float64)
+    return replace(ev, verdicts=verdicts, truth=ranked if known.all() else None)
