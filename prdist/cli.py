@@ -933,7 +933,7 @@ def build_parser() -> argparse.ArgumentParser:
 URL_OPTIONS = {
     "resource": "--resource", "out": "--out", "labels": "--labels", "store": "--store",
     "files": "the label file", "run": "--run", "runs": "--runs", "exhaustive": "--exhaustive",
-    "systems": "--system", "api_url": "--api-url",
+    "systems": "--system", "api_url": "--api-url", "sources": "the input file",
 }  # fmt: skip
 
 

@@ -65,8 +65,9 @@ BASE_ARGV = {
     "release": ["release", "--resource", "/r", "--labels", "/l", "--out", "/o", "--api-url", "http://127.0.0.1:1/api",
                 "--dry-run"],
     "history": ["history", "--runs", "/r", "--out", "/o"],
+    "ingest": ["ingest", "/f.csv", "--out", "/o", "--score", "s", "--key", "k"],
 }
-URL_METAVARS = {"URL", "FILE", "DIR", "NAME=URL"}
+URL_METAVARS = {"URL", "FILE", "DIR", "NAME=URL", "FILE_OR_URL"}
 
 
 def _commands(parser: argparse.ArgumentParser, prefix=()):
@@ -90,7 +91,7 @@ def _hostile_argv(command: str, action: argparse.Action, url: str) -> list[str]:
     argv = list(BASE_ARGV[command])
     if action.option_strings:
         slot = argv.index(action.option_strings[0]) + 1
-    else:  # the positional label files
+    else:  # the positional files (label files, ingest sources)
         slot = argv.index("/f.csv")
     argv[slot] = f"a={url}" if action.dest == "systems" else url
     return argv
@@ -293,7 +294,7 @@ def test_every_s3_option_gives_up_on_a_bad_endpoint_within_a_bound(command, acti
     assert_refused(argv, says=["cannot reach" if kind != "refused" else "cannot", "s3://bucket/there",
                                "endpoint", "server is running"], watched=[tmp_path])
     elapsed = time.monotonic() - started
-    assert elapsed < short_network_bounds + 4, f"gave up after {elapsed:.1f} s"
+    assert elapsed < short_network_bounds + 8, f"gave up after {elapsed:.1f} s"  # + start-up, on a loaded machine
 
 
 @pytest.mark.parametrize("kind", ["refused", "silent", "dribbling"])
@@ -302,7 +303,7 @@ def test_an_http_resource_on_a_bad_endpoint_is_given_up_within_a_bound(kind, end
     started = time.monotonic()
     assert_refused(["run", "--resource", f"{bad.url}/kb/part-0.parquet", "--out", str(tmp_path / "runs")],
                    says=["cannot", "endpoint"], watched=[tmp_path])
-    assert time.monotonic() - started < short_network_bounds + 4
+    assert time.monotonic() - started < short_network_bounds + 8
 
 
 @pytest.mark.parametrize("kind", ["refused", "silent"])
