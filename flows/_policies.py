@@ -12,9 +12,8 @@ from prefect.context import FlowRunContext
 from prefect.states import Completed
 from pydantic import SecretStr
 
-from prdist.dataflow.storage import StorageUnavailable
 from prdist.dataflow.run import strict_json
-from prdist.dataflow.storage import join_url
+from prdist.dataflow.storage import StorageUnavailable, is_permanent, join_url
 from prdist.dataflow.summary import awaiting_message
 from prdist.errors import PrdistError
 from prdist.redaction import redact_url
@@ -27,6 +26,8 @@ def is_transient(exc: BaseException) -> bool:
     """
     if isinstance(exc, StorageUnavailable):
         return True
+    if isinstance(exc, OSError) and is_permanent(exc):
+        return False  # a permission or a read-only disk does not fix itself
     return isinstance(exc, Exception) and not isinstance(exc, PrdistError)
 
 

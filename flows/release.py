@@ -20,9 +20,9 @@ import datetime
 import os
 import uuid
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
-from prdist.redaction import redact_url
+from prdist.redaction import redact_url, refuse_credentials
 from prdist.errors import InputError, ParameterError
 
 __all__ = ["EVENT", "RESOURCE_PREFIX", "ReleaseEvent", "emit_release", "release_event"]
@@ -107,17 +107,9 @@ def _check_url(value, *, option: str, owner: str) -> str:
             f"The {option!r} parameter of {owner} must not contain surrounding blanks or line breaks. "
             f"Got {redact_url(value)!r} instead."
         )
-    parts = urlsplit(value)
-    # Secrets are user:password@ or a secret-named query value (what redact_url masks); the query
-    # is compared parsed, since redact_url re-encodes it.
-    if "@" in parts.netloc or parse_qsl(urlsplit(redact_url(value)).query) != parse_qsl(parts.query):
-        # Prefect keeps events and parameters in plain text: refuse instead of sending a secret,
-        # and name the URL in its redacted form so the secret is not echoed into logs either.
-        raise InputError(
-            f"{option} {redact_url(value)!r} embeds credentials, which would be stored in plain "
-            "text by the Prefect server. Remove them: the worker that runs the flow reads storage "
-            "credentials from its own environment (AWS_ACCESS_KEY_ID, ... or a Kubernetes secret)."
-        )
+    # Prefect keeps events and parameters in plain text: refuse instead of sending a secret (the
+    # worker that runs the flow reads storage credentials from its own environment).
+    refuse_credentials(value, what=option)
     if "://" not in value and not os.path.isabs(value):
         raise InputError(
             f"{option} {value!r} is a relative path, which means nothing to a worker with another "

@@ -8,9 +8,11 @@ to exit codes once, here: 2 for bad input (one line on stderr naming the problem
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 
@@ -26,17 +28,33 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message}. Run '{self.prog} --help' for usage.")
 
 
-class _OneLineForPrdistErrors(logging.Filter):
-    """Drop the traceback Prefect's console log attaches to a flow failing with a prdist error.
+@functools.cache
+def _names_a_prdist_error() -> re.Pattern:
+    """Prefect's state messages name the exception ("... encountered an exception DataError: ...");
+    this matches every prdist error class loaded by then (the filter runs once flows are imported)."""
+    found, todo = set(), [PrdistError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return re.compile(r"exception:? (%s)\b" % "|".join(sorted(found)))
 
-    Such an error is the user's to fix and main() prints it as one line; the traceback stays in
-    the flow run's logs on the Prefect server (the API handler sees the record first), and
-    ``--debug`` keeps it on the console too.
+
+class _OneLineForPrdistErrors(logging.Filter):
+    """Keep Prefect's console records of a prdist error (task, flow, traceback) off the console.
+
+    Such an error is the user's to fix and main() prints it as one line, once; the records stay
+    in the flow run's logs on the Prefect server (the API handler sees them first), and
+    ``--debug`` keeps them on the console too.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # A prdist error is printed once, by main(), in the command line's terms: the task's and
+        # the flow's records of it (with or without a traceback) stay on the Prefect server.
         if record.exc_info and isinstance(record.exc_info[1], PrdistError):
-            record.exc_info = record.exc_text = None
+            return False
+        if record.name.startswith("prefect") and _names_a_prdist_error().search(record.getMessage()):
+            return False
         # s3fs caches its clients; closing one that an earlier event loop created makes
         # aiobotocore log "Task exception was never retrieved" at garbage collection. It is
         # cleanup noise, never a failure of the run, so the console does not show it.
@@ -497,12 +515,12 @@ def _note_exhaustive_plan(url: str, args, storage_options) -> None:
 def _demo_resource(args, storage_options) -> str:
     """The demo's synthetic resource: binormal scores, 30 % positives, sorted (reused if present)."""
     from . import population
-    from .dataflow.storage import filesystem, join_url
+    from .dataflow.storage import exists, filesystem, join_url
     from .dataflow.synth import read_synth_metadata
 
     url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}")
     fs, path = filesystem(url, storage_options)
-    if fs.exists(path):
+    if exists(fs, path, where=url):
         read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
     from flows.synth import synthesize_resource
@@ -927,6 +945,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Every option that names a storage location or server (argparse dest -> how the user writes
+#: it). Each is checked for embedded credentials before anything runs, so that no secret reaches
+#: Prefect's flow-run parameters or a log; tests/test_bad_input.py keeps this table complete.
+URL_OPTIONS = {
+    "resource": "--resource", "out": "--out", "labels": "--labels", "store": "--store",
+    "files": "the label file", "run": "--run", "runs": "--runs", "exhaustive": "--exhaustive",
+    "systems": "--system", "api_url": "--api-url", "sources": "the input file",
+}  # fmt: skip
+
+
+def _url_options(args):
+    """(option, URL) of every URL option given on the command line."""
+    for dest, option in URL_OPTIONS.items():
+        values = getattr(args, dest, None)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str):
+                yield option, value.partition("=")[2] if dest == "systems" else value
+
+
+def _refuse_credentials_in_urls(args) -> None:
+    from .redaction import refuse_credentials
+
+    for option, url in _url_options(args):
+        refuse_credentials(url, what=option)
+
+
+def _check_stores_answer(args) -> None:
+    """Ask every remote store named on the command line once, within a bounded time.
+
+    A store that cannot be reached when the command starts is a wrong endpoint or a server that
+    is down: refused at once (exit 2), where a flow would retry it for minutes. A store that goes
+    away during a run is retried by the flows.
+    """
+    if args.command == "release":  # nothing is read or written: the event carries URLs only
+        return
+    from .dataflow.storage import check_reachable
+
+    options = _json_object_option(getattr(args, "storage_options", None), option="--storage-options")
+    for url in dict.fromkeys(url for option, url in _url_options(args) if option != "--api-url" and "://" in url):
+        check_reachable(url, storage_options=options)
+
+
 def _one_line(exc: BaseException) -> str:
     # Messages quote other libraries' errors, some of which span lines; the contract is one line.
     return " ".join(str(exc).split())
@@ -942,6 +1002,8 @@ def main(argv=None) -> int:
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)
+        _refuse_credentials_in_urls(args)
+        _check_stores_answer(args)
         return int(args.handler(args) or EXIT_OK)
     except AwaitingLabels as exc:
         print(f"prdist: {exc}", file=sys.stderr)

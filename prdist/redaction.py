@@ -9,6 +9,10 @@ the release event (:mod:`flows.release`). Standard library only, so any layer ma
   usable as a name in messages and manifests.
 - :func:`display_url` is stricter, for text a person reads: it drops user info, query and
   fragment altogether.
+- :func:`refuse_credentials` is the rule every URL obeys on the way in: a URL that embeds
+  credentials (user info, a secret-named query value such as a signature) is refused, named in
+  its redacted form. Credentials belong in storage options, which stay sealed; a URL is recorded
+  everywhere (Prefect's flow-run parameters, logs, manifests).
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import os
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "SECRET_WORDS", "display_url", "is_secret_name", "redact", "redact_url"]
+from .errors import InputError
+
+__all__ = ["REDACTED", "SECRET_WORDS", "display_url", "embedded_credentials", "is_secret_name", "redact",
+           "redact_url", "refuse_credentials"]
 
 #: Option names that hold a secret contain one of these words (case-insensitive). ``key`` covers
 #: s3fs's access key id (``key``), ``aws_access_key_id``, ``sse_kms_key_id``, ``account_key``,
@@ -76,7 +83,7 @@ def redact_url(url) -> str:
     Examples
     --------
     >>> redact_url("https://alice:pw@example.org/data?X-Amz-Signature=abc&part=1")
-    'https://***@example.org/data?X-Amz-Signature=%2A%2A%2A&part=1'
+    'https://***@example.org/data?X-Amz-Signature=***&part=1'
     >>> redact_url("s3://bucket/resource")
     's3://bucket/resource'
     """
@@ -90,7 +97,7 @@ def redact_url(url) -> str:
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, REDACTED if is_secret_name(k) else v) for k, v in pairs])
+        query = urlencode([(k, REDACTED if is_secret_name(k) else v) for k, v in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -113,3 +120,64 @@ def display_url(text: str) -> str:
     netloc = parts.netloc.rpartition("@")[2]
     redacted = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
     return redacted + (" (query not shown)" if parts.query else "")
+
+
+def embedded_credentials(url) -> str | None:
+    """What credentials ``url`` embeds ("user info", "a secret query parameter 'sig'"), or None.
+
+    Every link of a chained fsspec URL (``simplecache::s3://...``) is looked at.
+
+    Examples
+    --------
+    >>> embedded_credentials("s3://KEY:SECRET@bucket/x")
+    'user info (user:password@)'
+    >>> embedded_credentials("https://h/kb?part=1&X-Amz-Signature=abc")
+    "a secret query parameter 'X-Amz-Signature'"
+    >>> embedded_credentials("simplecache::s3://bucket/x?versionId=3") is None
+    True
+    """
+    text = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
+    for link in text.split("::"):
+        if "://" not in link:
+            continue  # a plain path: no user info, no query
+        try:
+            parts = urlsplit(link)
+        except ValueError:
+            return "an unparseable URL (it may hide user info)"
+        if "@" in parts.netloc:
+            return "user info (user:password@)"
+        secret = next((name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if is_secret_name(name)), None)
+        if secret is not None:
+            return f"a secret query parameter {secret!r}"
+    return None
+
+
+def refuse_credentials(url, *, what: str = "The URL") -> str:
+    """Return ``url`` unchanged, or raise :class:`~prdist.errors.InputError` if it embeds credentials.
+
+    ``what`` names the URL in the message in the caller's terms (``"--resource"``, ``"The
+    'endpoint_url' storage option"``). The message shows the URL redacted.
+
+    Examples
+    --------
+    >>> refuse_credentials("s3://bucket/x")
+    's3://bucket/x'
+    >>> try:
+    ...     refuse_credentials("s3://KEY:SECRET@bucket/x", what="--resource")
+    ... except InputError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    --resource 's3://***@bucket/x' embeds credentials (user info (user:password@)), which would be recorded ...
+    """
+    found = embedded_credentials(url)
+    if found is None:
+        return url
+    try:
+        shown = redact_url(url) if "::" not in str(url) else "::".join(redact_url(p) for p in str(url).split("::"))
+    except ValueError:
+        shown = "(not shown)"
+    raise InputError(
+        f"{what} {shown!r} embeds credentials ({found}), which would be recorded in logs, manifests "
+        "and Prefect's flow-run parameters. Remove them from the URL and pass them as storage "
+        "options (--storage-options '{\"key\": ..., \"secret\": ...}') or through "
+        "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the store's own credential chain)."
+    )

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import InputError
-from .storage import AlreadyExists, filesystem, join_url, publish, resolve, write_bytes_exclusive, write_parquet
+from .storage import AlreadyExists, exists, filesystem, join_url, publish, resolve, write_bytes_exclusive, write_parquet
 
 __all__ = [
     "MANIFEST",
@@ -84,7 +84,7 @@ class RunDirectory:
 
     def is_committed(self) -> bool:
         fs, path = self._fs_path(MANIFEST)
-        return fs.exists(path)
+        return exists(fs, path, where=self.url)
 
     def read_manifest(self) -> dict:
         fs, path = self._fs_path(MANIFEST)

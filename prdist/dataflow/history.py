@@ -24,7 +24,7 @@ from ..history import certain_changes, default_ranks, release_confidence
 from ..report import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
-from .storage import filesystem, join_url, publish, resolve, write_parquet
+from .storage import filesystem, info_or_none, join_url, publish, resolve, write_parquet
 
 __all__ = ["HISTORY_COLUMNS", "RunRecord", "default_series", "history_table", "newest_changes", "read_runs", "series_of", "write_history"]
 
@@ -84,7 +84,8 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
     passed over (and counted).
     """
     fs, root = filesystem(runs, storage_options)
-    if not fs.isdir(root):
+    info = info_or_none(fs, root, where=runs)
+    if info is None or info.get("type") != "directory":
         raise InputError(f"No run directory root at {runs}. Name the --out of your prdist run commands.")
     records, skipped = [], 0
     for path in sorted(fs.glob(posixpath.join(root, "*", MANIFEST))):

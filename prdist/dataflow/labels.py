@@ -30,8 +30,9 @@ import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
 from ..verdicts import CANNOT_JUDGE, Agreement, VerdictWords, aggregate, agreement
+from . import spreadsheet_csv
 from .label_formats import raw_records
-from .storage import filesystem, join_url, publish, resolve, write_bytes_exclusive
+from .storage import check_regular_file, exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
 
 __all__ = [
     "LabelLookup",
@@ -62,7 +63,7 @@ def normalise_keys(keys) -> pd.Series:
     """Item keys as text, the form the label store uses (integers in decimal)."""
     s = pd.Series(keys)
     if s.dtype.kind in "iu":
-        return s.astype("int64").astype(str)
+        return s.astype(str)  # any width, in decimal as it is (no wrap of unsigned keys >= 2^63)
     if s.dtype.kind == "f":
         if not np.all(np.isfinite(s)) or not np.all(s == np.floor(s)):
             raise DataError("Item keys must be integers or text; found fractional or missing numeric keys.")
@@ -84,11 +85,13 @@ def read_label_file(url: str, *, fmt: str = "auto", words: VerdictWords = Verdic
     ``attrs["format"]`` names the format read.
     """
     fs, path = filesystem(url, storage_options)
-    if not fs.exists(path):
+    if check_regular_file(fs, path, where=url, role="label file") is None:
         raise InputError(f"Label file {url!r} does not exist. Check the path.")
-    with fs.open(path, "rb") as fh:
+    with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
         data = fh.read()
     found, raw = raw_records(data, origin=url, fmt=fmt)
+    if found == "csv":  # undo the apostrophe a task's CSV puts before =, +, -, @ (spreadsheet_csv)
+        raw["key"] = raw["key"].map(spreadsheet_csv.restore)
     if raw["key"].isna().any():
         raise DataError(f"Label file {url!r} has {int(raw['key'].isna().sum())} row(s) without a key.")
     blank = raw["value"].isna() | (raw["value"].astype(str).str.strip() == "")
@@ -135,6 +138,7 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
     files = tuple(files)
     if not files:
         raise InputError("No label files given. Name at least one label file or tool export.")
+    resolve(store, storage_options=storage_options)  # a bad store URL is refused before any file is read
     now = pd.Timestamp(datetime.now(timezone.utc))
     frames, formats = [], []
     for url in files:
@@ -224,15 +228,18 @@ def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.Data
     if store is None:
         return empty
     fs, path = filesystem(store, storage_options)
-    if not fs.exists(path):
+    # Only a store that is certainly absent holds no labels: an outage must never read as "no labels".
+    if not exists(fs, path, where=store):
         return empty
-    files = sorted(f for f in fs.find(path) if f.endswith(".parquet"))
+    with storage_errors(store, action="list"):
+        files = sorted(f for f in fs.find(path) if f.endswith(".parquet"))
     if not files:
         return empty
     try:
-        dataset = ds.dataset(files, schema=STORE_SCHEMA, format="parquet", filesystem=fs)
-        where = None if keys is None else ds.field("key").isin(pa.array(pd.Index(keys).to_numpy(dtype=object), pa.string()))
-        found = dataset.to_table(filter=where).to_pandas()
+        with storage_errors(store, action="read"):
+            dataset = ds.dataset(files, schema=STORE_SCHEMA, format="parquet", filesystem=fs)
+            where = None if keys is None else ds.field("key").isin(pa.array(pd.Index(keys).to_numpy(dtype=object), pa.string()))
+            found = dataset.to_table(filter=where).to_pandas()
     except pa.ArrowException as exc:
         raise DataError(f"The label store {store!r} holds an unreadable file ({exc}). Move the damaged file aside.") from None
     found["annotator"] = found["annotator"].fillna("")
@@ -258,13 +265,14 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl``.
 
     ``items`` holds key, score, rank and whatever other columns the resource has, so the annotator
-    sees each item; a ``label`` column is added empty for the annotator to fill in.
+    sees each item; a ``label`` column is added empty for the annotator to fill in. The CSV is
+    safe to open in a spreadsheet and imports back to the original keys (:mod:`.spreadsheet_csv`).
     """
     task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
     task["label"] = ""
     csv_url, jsonl_url = join_url(out_dir, "annotation_task.csv"), join_url(out_dir, "annotation_task.jsonl")
     for url, payload in (
-        (csv_url, task.to_csv(index=False).encode("utf-8")),
+        (csv_url, spreadsheet_csv.to_csv(task)),  # safe to open in a spreadsheet, reads back exactly
         (jsonl_url, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
     ):
         publish(resolve(url, storage_options=storage_options), lambda fh, payload=payload: fh.write(payload), exclusive=False)
@@ -289,36 +297,38 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
     """
     fs, task_path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
     run_fs, manifest = filesystem(join_url(run_dir, "manifest.json"), storage_options)
-    if not run_fs.exists(manifest):
+    if not exists(run_fs, manifest, where=run_dir):
         raise InputError(f"{run_dir!r} is not a committed run directory (no manifest.json). Name a directory printed by 'prdist run'.")
     fmt = fmt or EXPORT_FORMATS.get(PurePosixPath(out).suffix.lower())
     if fmt not in EXPORT_FORMATS.values():
         raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl, .parquet or .json (Label Studio), or give --format.")
-    if fs.exists(task_path):
+    if exists(fs, task_path, where=run_dir):
         with fs.open(task_path, "rb") as fh:
-            task = pd.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
+            task = spreadsheet_csv.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
     else:
         task = pd.DataFrame(columns=["rank", "key", "score", "label"])
     if not show_score:
         task = task.drop(columns=[c for c in _SCORE_COLUMNS if c in task.columns])
+    target = resolve(out, storage_options=storage_options)
+    check_regular_file(target.fs, target.path, where=target, role="annotation file")  # replaced only if a file
     if fmt == "label-studio":
         items = task.drop(columns=["label"], errors="ignore")
         tasks = [{"data": row} for row in json.loads(items.to_json(orient="records", force_ascii=False))]
         payload = json.dumps(tasks, ensure_ascii=False, indent=1).encode("utf-8")
         config = label_studio_config(list(items.columns)).encode("utf-8")
         publish(resolve(out + ".xml", storage_options=storage_options), lambda fh: fh.write(config), exclusive=False)
-        publish(resolve(out, storage_options=storage_options), lambda fh: fh.write(payload), exclusive=False)
+        publish(target, lambda fh: fh.write(payload), exclusive=False)
         return len(task)
 
     def write(fh):
         if fmt == "csv":
-            fh.write(task.to_csv(index=False).encode("utf-8"))
+            fh.write(spreadsheet_csv.to_csv(task))
         elif fmt == "jsonl":
             fh.write(task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
         else:
             pq.write_table(pa.Table.from_pandas(task.astype({"label": "string"}), preserve_index=False), fh)
 
-    publish(resolve(out, storage_options=storage_options), write, exclusive=False)  # whole or not at all
+    publish(target, write, exclusive=False)  # whole or not at all
     return len(task)
 
 

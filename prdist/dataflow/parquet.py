@@ -43,6 +43,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import posixpath
 import re
 from collections.abc import Iterator, Sequence
@@ -57,7 +58,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import DataError, InputError, ParameterError
-from .storage import Location, redact, resolve, storage_errors
+from .storage import Location, check_regular_file, redact, resolve, storage_errors
 
 __all__ = [
     "DEFAULT_PARTITION_ROWS",
@@ -286,6 +287,14 @@ class Resource:
         }
 
 
+_PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def _find_remote(location: Location, root: str) -> dict[str, dict]:
+    with storage_errors(location, action="list"):
+        return location.fs.find(root, detail=True)
+
+
 def _natural_key(path: str):
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
 
@@ -294,14 +303,60 @@ def _is_hidden(relative: str) -> bool:
     return any(part.startswith((".", "_")) for part in relative.split("/") if part)
 
 
+def _find_local(location: Location, root: str) -> dict[str, dict]:
+    """Every Parquet file below a local directory, symbolic links followed, each reached once.
+
+    fsspec's ``find`` reports a symbolic link as neither file nor directory: a linked part file
+    or directory would be skipped without a word. Here links are followed; a broken link, a
+    FIFO or device named like a Parquet file, an unreadable directory, and a file or directory
+    reached twice (or a loop) are refused: the resource is never smaller or larger than it is.
+    """
+    seen_dirs: dict[str, str] = {}
+    seen_files: dict[str, str] = {}
+    entries = {}
+
+    def refuse(exc: OSError):
+        raise exc  # os.walk skips what it cannot read unless told otherwise
+
+    def shown(path: str) -> str:
+        return location.url if path == root else location.child(posixpath.relpath(path, root)).url
+
+    with storage_errors(location, action="list"):
+        for directory, dirnames, filenames in os.walk(root, followlinks=True, onerror=refuse):
+            real = os.path.realpath(directory)
+            if real in seen_dirs:
+                raise InputError(
+                    f"{location.url}: the directories {shown(seen_dirs[real])} and {shown(directory)} are one (symbolic "
+                    "links lead there twice, "
+                    "or loop). Remove the extra link: every file of a resource is read once."
+                )
+            seen_dirs[real] = directory
+            dirnames[:] = sorted(d for d in dirnames if not _is_hidden(d))
+            for name in filenames:
+                path = posixpath.join(directory, name)
+                if _is_hidden(name) or not name.endswith(_PARQUET_SUFFIXES):
+                    continue
+                if check_regular_file(location.fs, path, where=shown(path), role="Parquet file") is None:
+                    raise InputError(f"The Parquet file {shown(path)} disappeared while the resource was listed. Run again on data that stays put.")
+                twin = seen_files.setdefault(os.path.realpath(path), path)
+                if twin != path:
+                    raise InputError(
+                        f"{shown(path)} and {shown(twin)} are one file (a symbolic link leads there twice). Remove "
+                        "the extra link: every file of a resource is read once."
+                    )
+                entries[path] = {**location.fs.info(path), "type": "file"}
+    return entries
+
+
 def _list_files(location: Location) -> list[tuple[str, dict]]:
     fs, root = location.fs, location.path.rstrip("/") or location.path
     with storage_errors(location, action="open"):
         info = fs.info(root)
-        if info.get("type") == "directory":
-            entries = fs.find(root, detail=True)
-        else:
-            entries = {root: info}
+    if info.get("type") == "directory":
+        entries = _find_local(location, root) if location.is_local else _find_remote(location, root)
+    else:
+        check_regular_file(fs, root, where=location, role="resource")
+        entries = {root: info}
     files = []
     for path, entry in entries.items():
         if entry.get("type", "file") != "file":
@@ -309,7 +364,7 @@ def _list_files(location: Location) -> list[tuple[str, dict]]:
         relative = posixpath.relpath(path, root) if path != root else posixpath.basename(path)
         if path != root and _is_hidden(relative):
             continue
-        if path != root and not relative.endswith((".parquet", ".parq", ".pq")):
+        if path != root and not relative.endswith(_PARQUET_SUFFIXES):
             continue
         files.append((path, entry))
     if not files:
@@ -319,6 +374,41 @@ def _list_files(location: Location) -> list[tuple[str, dict]]:
         )
     files.sort(key=lambda item: _natural_key(item[0]))
     return files
+
+
+def _plain_type(dtype: pa.DataType) -> pa.DataType:
+    """A column's type up to encoding: dictionary, large and view variants are the same data."""
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        return pa.string()
+    if pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype):
+        return pa.binary()
+    return dtype
+
+
+def _check_same_columns(first_schema: pa.Schema, schema: pa.Schema, *, first: str, other: str, key: str) -> None:
+    """Every file of a resource has the columns of the first, with the same types (the key's
+    kind is checked apart): a column missing from one file would fail a read deep in a run."""
+    for name in first_schema.names:
+        if name not in schema.names:
+            raise DataError(
+                f"{other} lacks the column {name!r} that {first} has. Every file of a resource needs the "
+                "same columns: rewrite the files with one schema, or drop the column from every file."
+            )
+    for name in schema.names:
+        if name not in first_schema.names:
+            raise DataError(
+                f"{other} has a column {name!r} that {first} lacks. Every file of a resource needs the "
+                "same columns: rewrite the files with one schema, or drop the column from every file."
+            )
+        mine, theirs = _plain_type(schema.field(name).type), _plain_type(first_schema.field(name).type)
+        numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (mine, theirs))
+        if name != key and mine != theirs and not numeric:
+            raise DataError(
+                f"The column {name!r} is {mine} in {other} and {theirs} in {first}. Write every file with "
+                "one type per column."
+            )
 
 
 def _key_kind(dtype: pa.DataType) -> str | None:
@@ -352,13 +442,18 @@ def _finite_or_none(value):
     return None if math.isnan(value) else value
 
 
+#: How each column role is named on the command line and in the API, for messages read by both.
+_ROLE_OPTIONS = {"key": ("--key", "key"), "score": ("--score", "score"), "label": ("--oracle-column", "label")}
+
+
 def _validate_schema(schema: pa.Schema, display: str, *, key: str, score: str, label: str | None) -> str:
     names = schema.names
     for role, name in (("key", key), ("score", score), ("label", label)):
         if name is not None and name not in names:
+            flag, parameter = _ROLE_OPTIONS[role]
             raise DataError(
                 f"{display} has no {role} column {name!r} (columns: {', '.join(names)}). Name the "
-                f"right column with the {role}= option, or add it."
+                f"right column with {flag} (the {parameter!r} parameter in Python), or add it."
             )
     kind = _key_kind(schema.field(key).type)
     if kind is None:
@@ -444,6 +539,8 @@ def open_resource(url, *, storage_options=None, key: str = "key", score: str = "
                 f"The files of {location.url} disagree on the key type: {names[file_number]} has {kind} keys, "
                 f"earlier files {key_kind} keys. Write every file with one key type."
             )
+        else:
+            _check_same_columns(schema, arrow_schema, first=names[0], other=names[file_number], key=key)
         groups = _row_groups(metadata, file_number, names[file_number], key=key, score=score, label=label)
         row_groups += groups
         fingerprint_files.append(_file_fingerprint(relatives[file_number], entry, groups))
@@ -508,6 +605,7 @@ def _row_groups(metadata: pq.FileMetaData, file_number: int, display: str, *, ke
                     f"The {name!r} column of {display} holds {stats.null_count} null values (row "
                     f"group {index}). Drop or repair those items first."
                 )
+        _check_key_range(group.column(column_index[key]).statistics, display, key=key, index=index)
         lo, hi = _score_range(group.column(score_j).statistics, display, score=score, index=index)
         if label:
             _check_label_range(group.column(column_index[label]).statistics, display, label=label, index=index)
@@ -517,6 +615,36 @@ def _row_groups(metadata: pq.FileMetaData, file_number: int, display: str, *, ke
         )
         out.append(RowGroup(file_number, index, int(group.num_rows), lo, hi, sizes))
     return out
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _empty_key_error(key: str, where: str) -> DataError:
+    return DataError(
+        f"The key column {key!r} holds an empty key in {where}. Every item needs a key an annotator "
+        "can name: give those items keys, or drop them."
+    )
+
+
+def _uint64_key_error(key: str, where: str, value) -> DataError:
+    # Keys are int64 or text through ranking, staging and the label store; wrapping 2^64 - 1000
+    # to -1000 would show the wrong key and collide with a real one, so such keys are refused.
+    return DataError(
+        f"The key column {key!r} holds the unsigned key {value} in {where}, beyond the int64 keys prdist "
+        "uses. Cast the key column to string (keys are then shown and stored as they are)."
+    )
+
+
+def _check_key_range(stats, display: str, *, key: str, index: int) -> None:
+    """Refuse, from statistics, keys that cannot be told apart or named: "" and integers >= 2^63."""
+    if stats is None or not stats.has_min_max:
+        return
+    where = f"{display} (row group {index})"
+    if stats.min in ("", b""):
+        raise _empty_key_error(key, where)
+    if isinstance(stats.max, int) and stats.max > _INT64_MAX:
+        raise _uint64_key_error(key, where, stats.max)
 
 
 def _score_range(stats, display: str, *, score: str, index: int) -> tuple[float | None, float | None]:
@@ -653,7 +781,11 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     if pa.types.is_dictionary(array.type):
         array = pc.cast(array, array.type.value_type)
     if pa.types.is_integer(array.type):
+        if pa.types.is_uint64(array.type) and len(array) and pc.max(array).as_py() > _INT64_MAX:
+            raise _uint64_key_error(column, where, pc.max(array).as_py())
         return np.asarray(array.to_numpy()).astype(np.int64, copy=False)
+    if len(array) and pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
+        raise _empty_key_error(column, where)
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
 
 

@@ -23,7 +23,7 @@ from ..history import default_ranks
 from .history import default_series
 from .parquet import Resource, open_resource
 from .select import select_ranks
-from .storage import filesystem, write_parquet
+from .storage import exists, filesystem, write_parquet
 
 __all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
 
@@ -42,7 +42,7 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str
     finds it and skips this expensive pass.
     """
     fs, path = filesystem(staging, resource.storage_options)
-    if fs.exists(path):
+    if exists(fs, path, where=staging):
         return staging
     started = time.perf_counter()
     # Every other column comes along, so an annotator sees the whole item.

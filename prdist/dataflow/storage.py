@@ -28,6 +28,7 @@ import errno
 import json
 import os
 import posixpath
+import stat
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
@@ -37,14 +38,21 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import InputError, ParameterError, PrdistError
-from ..redaction import redact, redact_url
+from ..redaction import redact, redact_url, refuse_credentials
 
 __all__ = [
     "AlreadyExists",
     "Location",
     "StorageUnavailable",
+    "CONNECT_TIMEOUT",
+    "READ_TIMEOUT",
+    "check_reachable",
+    "check_regular_file",
+    "is_permanent",
     "dataset_publication",
+    "exists",
     "filesystem",
+    "info_or_none",
     "join_url",
     "parse_storage_options",
     "publish",
@@ -60,6 +68,24 @@ __all__ = [
 _BAD_CREDENTIAL_CODES = frozenset(
     {"SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidToken", "ExpiredToken", "InvalidClientTokenId", "AuthorizationHeaderMalformed"}
 )
+
+
+#: Seconds to wait for a connection to a remote store, and for each read of its answer. Every
+#: S3 and HTTP(S) filesystem prdist opens gets them (storage options may set others), so no
+#: request waits for ever on an endpoint that accepts and never answers.
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 15.0
+#: Attempts per S3 request by botocore (s3fs adds its own loop of 5 on timeouts and broken
+#: connections): a request to a silent endpoint gives up after at most 10 read timeouts.
+S3_ATTEMPTS = 2
+
+#: Exceptions meaning "the endpoint cannot be reached or does not answer" (botocore, aiohttp,
+#: fsspec), by name: a wrong endpoint or an outage.
+_UNREACHABLE = frozenset({
+    "EndpointConnectionError", "ConnectTimeoutError", "ConnectionClosedError", "ReadTimeoutError",
+    "ClientConnectorError", "ServerDisconnectedError", "ServerTimeoutError", "ConnectionTimeoutError",
+    "SocketTimeoutError", "FSTimeoutError",
+})  # fmt: skip
 
 
 class AlreadyExists(InputError, FileExistsError):
@@ -144,6 +170,31 @@ def _protocol_of(fs) -> str:
     return protocol[0] if isinstance(protocol, (tuple, list)) else str(protocol)
 
 
+def _with_network_bounds(url: str, options: dict) -> dict:
+    """``options`` plus connect and read timeouts (and bounded S3 retries) the user did not set.
+
+    Only the filesystem gets them; :attr:`Location.storage_options` keep what the user gave.
+    """
+    protocol = url.split("::")[-1].split("://", 1)[0] if "://" in url else "file"
+    if protocol in ("s3", "s3a"):
+        config = {"connect_timeout": CONNECT_TIMEOUT, "read_timeout": READ_TIMEOUT,
+                  "retries": {"total_max_attempts": S3_ATTEMPTS, "mode": "standard"}}
+        return {**options, "config_kwargs": {**config, **options.get("config_kwargs", {})}}
+    if protocol in ("http", "https"):
+        import aiohttp
+
+        client = {"timeout": aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)}
+        return {**options, "client_kwargs": {**client, **options.get("client_kwargs", {})}}
+    return options
+
+
+def _endpoint_options(options: Mapping):
+    """(name, URL) of the endpoint URLs among storage options (top level and ``client_kwargs``)."""
+    for where, scope in (("endpoint_url", options), ("client_kwargs.endpoint_url", options.get("client_kwargs"))):
+        if isinstance(scope, Mapping) and isinstance(scope.get("endpoint_url"), str):
+            yield where, scope["endpoint_url"]
+
+
 def resolve(url, *, storage_options=None) -> Location:
     """Resolve a path or fsspec URL into a :class:`Location`.
 
@@ -171,12 +222,16 @@ def resolve(url, *, storage_options=None) -> Location:
         url = os.fspath(url)
     if not isinstance(url, str) or not url.strip():
         raise ParameterError(f"A storage URL must be a non-empty path or URL. Got {url!r} instead.")
+    # The one gate every URL passes: credentials in a URL would be printed and recorded.
+    refuse_credentials(url)
+    for where, value in _endpoint_options(options):
+        refuse_credentials(value, what=f"The {where!r} storage option")
     display = redact_url(url)
     if "://" not in url and "::" not in url:
         # A plain path: local disk, made absolute so that workers started elsewhere agree.
         url = os.path.abspath(os.path.expanduser(url))
     try:
-        fs, path = fsspec.core.url_to_fs(url, **options)
+        fs, path = fsspec.core.url_to_fs(url, **_with_network_bounds(url, options))
     except ImportError as exc:
         raise InputError(
             f"Cannot open {display}: the filesystem for its protocol is not installed ({exc}). "
@@ -240,6 +295,20 @@ def _aws_error(exc: BaseException):
     return None, None
 
 
+def _unreachable_cause(exc: BaseException) -> BaseException | None:
+    """The "cannot reach the endpoint" error behind ``exc``, if there is one.
+
+    Some filesystems hide it: fsspec's HTTP ``info`` raises FileNotFoundError from it.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__name__ in _UNREACHABLE or isinstance(exc, (ConnectionRefusedError, TimeoutError)):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _is_precondition_failure(exc: BaseException) -> bool:
     code, status = _aws_error(exc)
     return code in ("PreconditionFailed", "412") or status == 412
@@ -249,6 +318,15 @@ def _bucket(location: Location | None) -> str | None:
     if location is None or location.protocol not in ("s3", "s3a", "gs", "gcs", "abfs", "az"):
         return None
     return location.path.split("/", 1)[0]
+
+
+#: OS errors that retrying cannot fix: the path names something unusable (bad input).
+_OS_ERRORS = {
+    errno.EROFS: "the filesystem is read-only. Choose a writable location.",
+    errno.ELOOP: "symbolic links loop there. Fix the links or name the real path.",
+    errno.ENAMETOOLONG: "the path is too long. Choose a shorter one.",
+    errno.ENXIO: "it is a special file (a FIFO or device) with nothing behind it. Name a regular file.",
+}
 
 
 def _translate(exc: BaseException, display: str, action: str, location: Location | None) -> BaseException | None:
@@ -264,10 +342,12 @@ def _translate(exc: BaseException, display: str, action: str, location: Location
             "AWS_SECRET_ACCESS_KEY (or an AWS profile), pass storage options with 'key' and "
             "'secret', or {\"anon\": true} for a public bucket."
         )
-    if name in ("EndpointConnectionError", "ConnectTimeoutError", "ClientConnectorError", "ConnectionClosedError"):
+    unreachable = _unreachable_cause(exc)
+    if unreachable is not None:
+        reason = " ".join(str(unreachable).split()) or type(unreachable).__name__
         return StorageUnavailable(
-            f"{what}: the storage endpoint cannot be reached ({exc}). Check AWS_ENDPOINT_URL or the "
-            "'endpoint_url' storage option, and that the server is running."
+            f"{what}: the storage endpoint cannot be reached or does not answer ({reason}). Check "
+            "AWS_ENDPOINT_URL or the 'endpoint_url' storage option, and that the server is running."
         )
     if code == "NoSuchBucket" or (isinstance(exc, FileNotFoundError) and "bucket does not exist" in str(exc).lower()):
         bucket = _bucket(location) or "of this URL"
@@ -281,6 +361,8 @@ def _translate(exc: BaseException, display: str, action: str, location: Location
         return InputError(f"{what}: a component of the path is a file, not a directory. Fix the path.")
     if isinstance(exc, FileNotFoundError):
         return InputError(f"{what}: no such file or directory. Check the path or URL.")
+    if isinstance(exc, OSError) and exc.errno in _OS_ERRORS:
+        return InputError(f"{what}: {_OS_ERRORS[exc.errno]}")
     if code in _BAD_CREDENTIAL_CODES:
         return InputError(
             f"{what}: the storage rejected the credentials ({code}). Check the access key id and "
@@ -327,6 +409,123 @@ def storage_errors(where, *, action: str = "access"):
         if translated is None:
             raise
         raise translated from exc
+
+
+def info_or_none(fs, path: str, *, where) -> dict | None:
+    """fsspec's ``info`` of ``path``, or None when nothing is there.
+
+    Only "not found" (or a file where a directory would be) means absent. fsspec's own ``exists`` answers False on *any* error (s3fs for
+    a bucket, the base class always), so an unreachable store would read as an empty one; here
+    every other failure is raised, translated (``where`` is named in the message).
+    """
+    with storage_errors(where, action="read"):
+        try:
+            return fs.info(path)
+        except (FileNotFoundError, NotADirectoryError) as exc:  # nothing can be below a file
+            if _unreachable_cause(exc) is not None:
+                raise
+            return None
+
+
+def exists(fs, path: str, *, where) -> bool:
+    """Whether ``path`` exists on ``fs``; a failure to tell is raised, never read as "no".
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> fs, path = filesystem(tempfile.mkdtemp())
+    >>> exists(fs, path, where=path), exists(fs, path + "/missing", where=path)
+    (True, False)
+    """
+    return info_or_none(fs, path, where=where) is not None
+
+
+def check_regular_file(fs, path: str, *, where, role: str = "file") -> dict | None:
+    """The ``info`` of ``path`` if it is a regular file (symbolic links followed), None if absent.
+
+    A directory, a FIFO, a socket or a device where a file is expected is refused with one line
+    (``role`` names it: "label file", "output file"), before anything opens it: opening a FIFO
+    would block until a writer comes, for ever.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> os.mkfifo(os.path.join(d, "labels.csv"))
+    >>> fs, path = filesystem(os.path.join(d, "labels.csv"))
+    >>> try:
+    ...     check_regular_file(fs, path, where=path, role="label file")
+    ... except InputError as exc:
+    ...     print(str(exc).split(" is ")[-1])
+    a FIFO, not a regular file. Name a regular file.
+    """
+    display = where.url if isinstance(where, Location) else redact_url(where)
+    if isinstance(fs, LocalFileSystem):
+        with storage_errors(where, action="read"):
+            try:
+                mode = os.stat(path).st_mode  # follows symbolic links
+            except FileNotFoundError:
+                if os.path.islink(path):
+                    raise InputError(f"The {role} {display} is a broken symbolic link. Fix the link or name the real file.") from None
+                return None
+        if stat.S_ISDIR(mode):
+            raise InputError(f"The {role} {display} is a directory where a file was expected. Name the file, not its directory.")
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise InputError(f"The {role} {display} is {kind}, not a regular file. Name a regular file.")
+    info = info_or_none(fs, path, where=where)
+    if info is not None and info.get("type") == "directory":
+        raise InputError(f"The {role} {display} is a directory where a file was expected. Name the file, not its directory.")
+    return info
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """Whether an OS error names something retrying cannot fix (bad input, not an outage).
+
+    Permissions, read-only filesystems, a directory where a file is expected and the like stay
+    as they are; the flows do not retry them.
+    """
+    return isinstance(exc, (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError, FileExistsError)) or (
+        isinstance(exc, OSError) and exc.errno in _OS_ERRORS
+    )
+
+
+def check_reachable(url, *, storage_options=None) -> Location:
+    """Resolve ``url`` and ask its store once whether it answers, within a bounded time.
+
+    Local paths are not asked. A remote store gets one request (the ``info`` of the path; "not
+    found" is an answer) that must complete within ``CONNECT_TIMEOUT + READ_TIMEOUT`` seconds,
+    retries included: a wrong endpoint, a refused port or a silent server is reported at once as
+    :class:`StorageUnavailable`, before a run starts, instead of after every retry of a flow.
+
+    Examples
+    --------
+    >>> check_reachable("relative/path").protocol
+    'file'
+    """
+    from fsspec.asyn import AsyncFileSystem, sync
+    from fsspec.exceptions import FSTimeoutError
+
+    location = resolve(url, storage_options=storage_options)
+    if location.is_local:
+        return location
+    deadline = CONNECT_TIMEOUT + READ_TIMEOUT
+    with storage_errors(location, action="reach"):
+        try:
+            if isinstance(location.fs, AsyncFileSystem):
+                sync(location.fs.loop, location.fs._info, location.path, timeout=deadline)
+            else:
+                location.fs.info(location.path)
+        except (FileNotFoundError, PermissionError) as exc:
+            if _unreachable_cause(exc) is not None:
+                raise  # translated below: the store did not answer
+            # Otherwise the store answered; what the command may do there is checked when it does it.
+        except FSTimeoutError:
+            raise StorageUnavailable(
+                f"Cannot reach {location.url}: the storage endpoint did not answer within {deadline:g} s. "
+                "Check AWS_ENDPOINT_URL or the 'endpoint_url' storage option, and that the server is running."
+            ) from None
+    return location
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,8 +643,9 @@ def dataset_publication(out: Location, names: list[str], marker: bytes | Callabl
     fs, root = out.fs, out.path.rstrip("/")
     with storage_errors(out, action="write"):
         # Some object stores list a prefix's own "directory" object (key "prefix/"); it is empty.
-        taken = fs.exists(root) and (
-            fs.isfile(root) or any(p.rstrip("/") != root for p in fs.ls(root, detail=False))
+        info = info_or_none(fs, root, where=out)
+        taken = info is not None and (
+            info.get("type") != "directory" or any(p.rstrip("/") != root for p in fs.ls(root, detail=False))
         )
         if taken:
             raise InputError(

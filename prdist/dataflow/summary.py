@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from .storage import filesystem, join_url
+from .storage import exists, filesystem, join_url
 
 __all__ = ["awaiting_message", "run_summary"]
 
 
 def _read(run: str, name: str, storage_options):
     fs, path = filesystem(join_url(run, name), storage_options)
-    if not fs.exists(path):
+    if not exists(fs, path, where=run):
         return None
     with fs.open(path, "rb") as fh:
         return json.load(fh) if name.endswith(".json") else pq.read_table(fh).to_pandas()
