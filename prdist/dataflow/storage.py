@@ -338,9 +338,11 @@ def _translate(exc: BaseException, display: str, action: str, location: Location
     what = f"Cannot {action} {display}"
     if name in ("NoCredentialsError", "PartialCredentialsError"):
         return InputError(
-            f"{what}: no usable credentials were found. Set AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY (or an AWS profile), pass storage options with 'key' and "
-            "'secret', or {\"anon\": true} for a public bucket."
+            f"{what}: no usable credentials were found where it was read. Set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (or an AWS profile) in the environment of the process that reads "
+            "it (with --scheduler: every Dask worker's, not only this command's), pass storage "
+            "options with 'key' and 'secret' (they travel to the workers sealed), or {\"anon\": true} "
+            "for a public bucket."
         )
     unreachable = _unreachable_cause(exc)
     if unreachable is not None:
