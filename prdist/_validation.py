@@ -66,6 +66,11 @@ def check_float(
     return x
 
 
+def check_confidence(value, *, owner: str) -> float:
+    """Return the confidence level ``value`` as a float after checking it is in (0, 1)."""
+    return check_float(value, name="confidence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
 def check_choice(value, *, name: str, owner: str, choices) -> str:
     if value not in choices:
         options = ", ".join(repr(c) for c in choices)

@@ -94,7 +94,7 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 from scipy.special import xlogy
 
-from ._validation import as_label_array, check_float, check_int
+from ._validation import as_label_array, check_confidence, check_int
 from .errors import DataError, ParameterError
 from .plan import PaulaPlan
 
@@ -282,7 +282,7 @@ def confidence_margins(plan: PaulaPlan, labels, *, confidence) -> ConfidenceMarg
     True
     """
     owner = "confidence_margins"
-    confidence = _check_confidence(confidence, owner)
+    confidence = check_confidence(confidence, owner=owner)
     v = _plan_labels(plan, labels, owner)
     return _margins(plan, v, confidence)
 
@@ -342,10 +342,6 @@ def monotone_rate_test(plan: PaulaPlan, labels, *, replicates=199, seed=0) -> Mo
 # --------------------------------------------------------------------------------------------
 # Building blocks
 # --------------------------------------------------------------------------------------------
-def _check_confidence(confidence, owner: str) -> float:
-    return check_float(confidence, name="confidence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
-
-
 def _plan_labels(plan, labels, owner: str) -> np.ndarray:
     if not isinstance(plan, PaulaPlan):
         raise ParameterError(

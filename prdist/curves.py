@@ -250,31 +250,17 @@ class EmpiricalPR:
         return self.positive_scores[index]
 
     def alpha(self, beta) -> np.ndarray:
-        """Empirical false-positive rate alpha^(beta) = 1 - H^(G^-1(1 - beta)).
+        """Empirical false-positive rate alpha^(beta) = 1 - H^(G^-1(1 - beta)), float64.
 
-        Parameters
-        ----------
-        beta : float or array-like
-            Recall levels in (0, 1].
-
-        Returns
-        -------
-        ndarray of the shape of ``beta``, float64
+        ``beta`` and the shape of the result are those of :meth:`threshold`.
         """
         _, index = self._threshold_index(beta, "EmpiricalPR.alpha")
         return self.false_positives[index] / self.n_negative
 
     def precision(self, beta) -> np.ndarray:
-        """Functional empirical precision PR^(beta) at each recall level.
+        """Functional empirical precision PR^(beta) at each recall level, float64 in (0, 1].
 
-        Parameters
-        ----------
-        beta : float or array-like
-            Recall levels in (0, 1].
-
-        Returns
-        -------
-        ndarray of the shape of ``beta``, float64, in (0, 1]
+        ``beta`` and the shape of the result are those of :meth:`threshold`.
         """
         beta, index = self._threshold_index(beta, "EmpiricalPR.precision")
         # p^ beta / (p^ beta + (1 - p^) alpha^) with the common factor 1/n cancelled.

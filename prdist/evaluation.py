@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import derived
-from ._validation import as_label_array, check_float, check_int
+from ._validation import as_label_array, check_confidence, check_float, check_int
 from .bounds import PaulaBounds, paula_bounds
 from .errors import DataError, ParameterError
 from .plan import PaulaPlan, plan_paula
@@ -283,7 +283,7 @@ def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window
     check_float(eps, name="eps", owner=_OWNER, low=0.0, high=1.0, low_open=True)
     check_int(window, name="window", owner=_OWNER, low=1)
     if confidence is not None:
-        confidence = check_float(confidence, name="confidence", owner=_OWNER, low=0.0, high=1.0, low_open=True, high_open=True)
+        confidence = check_confidence(confidence, owner=_OWNER)
     raw = np.asarray(scores.to_numpy() if isinstance(scores, pd.Series) else scores)
     if raw.ndim != 1 or raw.size == 0:
         raise DataError(f"The scores of {_OWNER} must be a non-empty 1-d array; got shape {raw.shape}.")

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ._validation import check_float, check_int
+from ._validation import check_confidence, check_int
 
 __all__ = ["certain_changes", "default_ranks", "release_confidence"]
 
@@ -54,7 +54,7 @@ def release_confidence(confidence: float, k: int) -> float:
     >>> round(sum(1 - release_confidence(0.95, k) for k in range(1, 100_000)), 6)
     0.05
     """
-    check_float(confidence, name="confidence", owner="release_confidence", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_confidence(confidence, owner="release_confidence")
     check_int(k, name="k", owner="release_confidence", low=1)
     return 1.0 - (1.0 - confidence) * 6.0 / (math.pi**2 * k * k)
 

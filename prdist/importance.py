@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._validation import as_label_array, check_choice, check_float, check_int
+from ._validation import as_label_array, check_choice, check_confidence, check_float, check_int
 from .errors import AwaitingLabels, DataError, ParameterError
 from .ranking import as_key_array, rank_order
 
@@ -699,35 +699,28 @@ def _clipped(values: np.ndarray) -> np.ndarray:
     return np.clip(values, 0.0, 1.0)
 
 
-class _NormalInterval:
-    """The normal-approximation interval of an estimate: the estimate ± z·se, clipped to [0, 1].
+def _normal_interval(estimate: str, variance: str) -> tuple[property, ...]:
+    """The properties se, half width, low and high end of the interval estimate ± z·se clipped to
+    [0, 1], for the attributes named ``estimate`` and ``variance`` of a class with ``confidence``."""
 
-    A subclass names its estimate's attribute in ``_estimate`` and has ``variance`` and
-    ``confidence``.
-    """
-
-    _estimate: str
-
-    @property
     def se(self) -> np.ndarray:
-        return np.sqrt(self.variance)
+        return np.sqrt(getattr(self, variance))
 
-    @property
     def half_width(self) -> np.ndarray:
-        """z·se: half the width of the (unclipped) interval."""
-        return _z(self.confidence) * self.se
+        return _z(self.confidence) * se(self)
 
-    @property
     def ci_low(self) -> np.ndarray:
-        return _clipped(getattr(self, self._estimate) - self.half_width)
+        return _clipped(getattr(self, estimate) - half_width(self))
 
-    @property
     def ci_high(self) -> np.ndarray:
-        return _clipped(getattr(self, self._estimate) + self.half_width)
+        return _clipped(getattr(self, estimate) + half_width(self))
+
+    return (property(se), property(half_width, doc="z·se: half the width of the (unclipped) interval."),
+            property(ci_low), property(ci_high))
 
 
 @dataclass(frozen=True, eq=False)
-class PrecisionEstimate(_NormalInterval):
+class PrecisionEstimate:
     """Joint and simple precision estimates of every system, with normal-approximation intervals.
 
     ``precision``/``variance`` are the joint estimator and its unbiased variance estimate;
@@ -744,23 +737,9 @@ class PrecisionEstimate(_NormalInterval):
     weights: np.ndarray
     confidence: float
 
-    _estimate = "precision"
-
-    @property
-    def simple_se(self) -> np.ndarray:
-        return np.sqrt(self.simple_variance)
-
-    @property
-    def simple_half_width(self) -> np.ndarray:
-        return _z(self.confidence) * self.simple_se
-
-    @property
-    def simple_ci_low(self) -> np.ndarray:
-        return _clipped(self.simple_precision - self.simple_half_width)
-
-    @property
-    def simple_ci_high(self) -> np.ndarray:
-        return _clipped(self.simple_precision + self.simple_half_width)
+    se, half_width, ci_low, ci_high = _normal_interval("precision", "variance")
+    simple_se, simple_half_width, simple_ci_low, simple_ci_high = _normal_interval(
+        "simple_precision", "simple_variance")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per system; the columns of compare.parquet that concern precision, plus the
@@ -816,8 +795,7 @@ def estimate_precision(sample: JointSample, *, weights=OVERLAP, confidence=0.95)
     """
     owner = "estimate_precision"
     _check_sample(sample, owner=owner)
-    confidence = check_float(confidence, name="confidence", owner=owner, low=0.0, high=1.0,
-                             low_open=True, high_open=True)
+    confidence = check_confidence(confidence, owner=owner)
     w = _resolve_weights(sample, weights, owner=owner)
     f = _require_labels(sample, owner=owner)
     p = sample.probabilities
@@ -866,7 +844,7 @@ def pool_membership(keys, systems) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class RecallEstimate(_NormalInterval):
+class RecallEstimate:
     """Recall r̂_i = θ̂ ν̂_i of every system with its plug-in variance (Lemma 1).
 
     ``pooled_recall`` ν̂_i: the share of the pool's correct items that system i outputs
@@ -885,7 +863,7 @@ class RecallEstimate(_NormalInterval):
     pool_weights: np.ndarray
     confidence: float
 
-    _estimate = "recall"
+    se, half_width, ci_low, ci_high = _normal_interval("recall", "variance")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per system: system, recall, recall_se, recall_ci_low, recall_ci_high,
@@ -930,6 +908,7 @@ def estimate_recall(sample: JointSample, *, exhaustive_in_pool, weights=BALANCE,
     Returns
     -------
     RecallEstimate
+        Each system's recall, its two factors and their variances, with normal intervals.
 
     Examples
     --------
@@ -943,8 +922,7 @@ def estimate_recall(sample: JointSample, *, exhaustive_in_pool, weights=BALANCE,
     """
     owner = "estimate_recall"
     _check_sample(sample, owner=owner)
-    confidence = check_float(confidence, name="confidence", owner=owner, low=0.0, high=1.0,
-                             low_open=True, high_open=True)
+    confidence = check_confidence(confidence, owner=owner)
     in_pool = np.asarray(exhaustive_in_pool)
     if in_pool.ndim != 1 or in_pool.size < 2 or in_pool.dtype != bool:
         raise DataError(
@@ -1160,8 +1138,7 @@ def required_sample_size(sample: JointSample, systems, new_system: SystemOutput,
                 f"already in the sample {list(sample.systems)}."
             )
     half_width = check_float(half_width, name="half_width", owner=owner, low=0.0, low_open=True)
-    confidence = check_float(confidence, name="confidence", owner=owner, low=0.0, high=1.0,
-                             low_open=True, high_open=True)
+    confidence = check_confidence(confidence, owner=owner)
     check_choice(weights, name="weights", owner=owner, choices=_SCHEMES)
     check_choice(bound, name="bound", owner=owner, choices=_BOUNDS)
     max_size = check_int(max_size, name="max_size", owner=owner, low=1)

@@ -76,12 +76,15 @@ def _check_delta(delta, *, owner: str) -> float:
     )
 
 
-def _check_alpha(alpha, *, owner: str) -> float:
-    return check_float(alpha, name="alpha", owner=owner, low=0.0, low_open=True)
-
-
 def _check_precision(p, *, name: str, owner: str) -> float:
     return check_float(p, name=name, owner=owner, low=0.0, high=1.0, low_open=True)
+
+
+def _check_guarantee(alpha, p, delta, *, owner: str) -> tuple[float, float, float]:
+    """The relative error ``alpha`` > 0, precision bound ``p`` in (0, 1] and failure probability
+    ``delta`` in (0, 1) of a uniform-sampling budget, checked in that order."""
+    alpha = check_float(alpha, name="alpha", owner=owner, low=0.0, low_open=True)
+    return alpha, _check_precision(p, name="p", owner=owner), _check_delta(delta, owner=owner)
 
 
 def _check_ranks(ranks, *, n: int, owner: str, name: str = "ranks") -> np.ndarray:
@@ -119,6 +122,16 @@ def _check_labels(labels, *, size: int, owner: str) -> np.ndarray:
             f"(aligned with plan.ranks, {size} values). Got {arr.size} values instead."
         )
     return arr
+
+
+def _check_plan_labels(plan, labels, plan_type: type, *, maker: str, owner: str) -> np.ndarray:
+    """Check ``plan`` is a ``plan_type`` (made by the function ``maker``); return its labels checked."""
+    if not isinstance(plan, plan_type):
+        raise ParameterError(
+            f"The 'plan' argument of {owner} must be a {plan_type.__name__} from {maker}. "
+            f"Got {type(plan).__name__} instead."
+        )
+    return _check_labels(labels, size=plan.size, owner=owner)
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -282,12 +295,7 @@ def estimate_random(plan, labels, *, ranks=None, delta=0.05, method="clopper-pea
     (0.0709, 1.0)
     """
     owner = "estimate_random"
-    if not isinstance(plan, RandomPlan):
-        raise ParameterError(
-            f"The 'plan' argument of {owner} must be a RandomPlan from plan_random. "
-            f"Got {type(plan).__name__} instead."
-        )
-    labels = _check_labels(labels, size=plan.size, owner=owner)
+    labels = _check_plan_labels(plan, labels, RandomPlan, maker="plan_random", owner=owner)
     delta = _check_delta(delta, owner=owner)
     method = check_choice(method, name="method", owner=owner, choices=_METHODS)
     r = plan.ranks.copy() if ranks is None else _check_ranks(ranks, n=plan.n, owner=owner)
@@ -375,9 +383,7 @@ def point_estimate_budget(*, alpha, p, delta) -> int:
     589
     """
     owner = "point_estimate_budget"
-    alpha = _check_alpha(alpha, owner=owner)
-    p = _check_precision(p, name="p", owner=owner)
-    delta = _check_delta(delta, owner=owner)
+    alpha, p, delta = _check_guarantee(alpha, p, delta, owner=owner)
     return math.ceil(math.log(2.0 / delta) / (2.0 * alpha**2 * p**2))
 
 
@@ -415,9 +421,7 @@ def random_sampling_reliable_from(n, *, size, alpha, p, delta) -> int:
     owner = "random_sampling_reliable_from"
     n = check_int(n, name="n", owner=owner, low=1)
     size = check_int(size, name="size", owner=owner, low=1, high=n)
-    alpha = _check_alpha(alpha, owner=owner)
-    p = _check_precision(p, name="p", owner=owner)
-    delta = _check_delta(delta, owner=owner)
+    alpha, p, delta = _check_guarantee(alpha, p, delta, owner=owner)
     return math.ceil(n * math.log(2.0 * n / delta) / (2.0 * size * alpha**2 * p**2))
 
 
@@ -437,12 +441,9 @@ def random_sampling_budget(n, *, alpha, p, delta) -> int:
     ----------
     n : int
         Number of items, >= 1.
-    alpha : float
-        Relative error, > 0. To match PAULA's guarantee use alpha = gamma (1 + eps) - 1.
-    p : float
-        A lower bound on the precision, in (0, 1].
-    delta : float
-        Failure probability, in (0, 1).
+    alpha, p, delta : float
+        As in :func:`random_sampling_reliable_from`. To match PAULA's guarantee use
+        alpha = gamma (1 + eps) - 1.
 
     Returns
     -------
@@ -455,9 +456,7 @@ def random_sampling_budget(n, *, alpha, p, delta) -> int:
     """
     owner = "random_sampling_budget"
     n = check_int(n, name="n", owner=owner, low=1)
-    alpha = _check_alpha(alpha, owner=owner)
-    p = _check_precision(p, name="p", owner=owner)
-    delta = _check_delta(delta, owner=owner)
+    alpha, p, delta = _check_guarantee(alpha, p, delta, owner=owner)
     total = math.sqrt(2.0 * n * math.log(2.0 * n / delta) / (alpha**2 * p**2))
     return min(n, math.floor(total))
 
@@ -938,12 +937,7 @@ def estimate_stratified(plan, labels, *, delta=None) -> StratifiedEstimate:
     True
     """
     owner = "estimate_stratified"
-    if not isinstance(plan, StratifiedPlan):
-        raise ParameterError(
-            f"The 'plan' argument of {owner} must be a StratifiedPlan from plan_stratified. "
-            f"Got {type(plan).__name__} instead."
-        )
-    labels = _check_labels(labels, size=plan.size, owner=owner)
+    labels = _check_plan_labels(plan, labels, StratifiedPlan, maker="plan_stratified", owner=owner)
     delta = plan.delta if delta is None else _check_delta(delta, owner=owner)
     known_ones = np.concatenate(([0], np.cumsum(labels == 1.0))).astype(np.int64)
     maybe_ones = np.concatenate(([0], np.cumsum(labels != 0.0))).astype(np.int64)  # NaN != 0

@@ -4,6 +4,29 @@ and slow, obviously correct checks of those assumptions."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
+
+from prdist import plan_paula
+
+plans = st.builds(
+    lambda n, eps, window: plan_paula(n, eps=eps, window=window),
+    n=st.integers(min_value=1, max_value=60_000),
+    eps=st.sampled_from([0.05, 0.1, 0.2, 0.5, 1.0]),
+    window=st.integers(min_value=1, max_value=40),
+)
+
+
+@st.composite
+def arbitrary_labels(draw):
+    """(plan, v, labels at the plan's ranks): v any 0/1 sequence (no assumption holds by
+    construction), a random share of the labels unknown (NaN)."""
+    plan = draw(plans)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rate = np.clip(rng.normal(draw(st.floats(0, 1)), 0.3, plan.n), 0, 1)
+    v = (rng.random(plan.n) < rate).astype(float)
+    at_ranks = v[plan.ranks - 1]
+    unknown = rng.random(plan.size) < draw(st.sampled_from([0.0, 0.0, 0.01, 0.3]))
+    return plan, v, np.where(unknown, np.nan, at_ranks)
 
 
 def monotone_sequence(plan, rng) -> np.ndarray:

@@ -2,18 +2,18 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from paula_sequences import lemma_premise_holds, monotone_sequence, reference_paula, weakly_monotone
+from paula_sequences import (
+    arbitrary_labels,
+    lemma_premise_holds,
+    monotone_sequence,
+    plans,
+    reference_paula,
+    weakly_monotone,
+)
 from prdist import paula_bounds, plan_paula, precision_function
 from prdist.errors import DataError, ParameterError
 
 TOL = 1e-9
-
-plans = st.builds(
-    lambda n, eps, window: plan_paula(n, eps=eps, window=window),
-    n=st.integers(min_value=1, max_value=60_000),
-    eps=st.sampled_from([0.05, 0.1, 0.2, 0.5, 1.0]),
-    window=st.integers(min_value=1, max_value=40),
-)
 
 
 def all_ranks(plan):
@@ -51,17 +51,6 @@ def test_theorem_3_factor_holds_for_step_and_valid_bounds(plan, seed):
         pos &= r <= plan.grid[-1]
     assert np.all(p[pos] <= factor * b.lower(r)[pos])
     assert np.all(b.upper(r)[pos] <= factor * p[pos])
-
-
-@st.composite
-def arbitrary_labels(draw):
-    plan = draw(plans)
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    rate = np.clip(rng.normal(draw(st.floats(0, 1)), 0.3, plan.n), 0, 1)
-    v = (rng.random(plan.n) < rate).astype(float)
-    at_ranks = v[plan.ranks - 1]
-    unknown = rng.random(plan.size) < draw(st.sampled_from([0.0, 0.0, 0.01, 0.3]))
-    return plan, v, np.where(unknown, np.nan, at_ranks)
 
 
 @given(case=arbitrary_labels())

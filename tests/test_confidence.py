@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
+from paula_sequences import arbitrary_labels, plans
 from prdist import paula_bounds, plan_paula, precision_function
 from prdist.confidence import (
     _chernoff_margins,
@@ -109,14 +110,6 @@ def test_chernoff_margin_bounds_the_exact_tail(sizes, data, c):
     assert t <= np.sum(np.abs(item_coef)) + 1e-9
 
 
-plans = st.builds(
-    lambda n, eps, window: plan_paula(n, eps=eps, window=window),
-    n=st.integers(min_value=1, max_value=60_000),
-    eps=st.sampled_from([0.05, 0.1, 0.2, 0.5, 1.0]),
-    window=st.integers(min_value=1, max_value=40),
-)
-
-
 @given(plan=plans, seed=st.integers(0, 2**32 - 1))
 @settings(max_examples=60, deadline=None)
 def test_coefficients_reproduce_algorithm_2_exactly(plan, seed):
@@ -199,12 +192,8 @@ def test_adversarial_rate_breaks_both_and_the_test_says_so():
 # --------------------------------------------------------------------------------------------
 @st.composite
 def noisy_labels(draw_):
-    plan = draw_(plans)
-    rng = np.random.default_rng(draw_(st.integers(0, 2**32 - 1)))
-    rate = np.clip(rng.normal(draw_(st.floats(0, 1)), 0.3, plan.n), 0, 1)
-    v = (rng.random(plan.n) < rate).astype(float)
-    unknown = rng.random(plan.size) < draw_(st.sampled_from([0.0, 0.0, 0.01, 0.3]))
-    return plan, np.where(unknown, np.nan, v[plan.ranks - 1]), draw_(st.sampled_from([0.5, 0.9, 0.99]))
+    plan, _, labels = draw_(arbitrary_labels())
+    return plan, labels, draw_(st.sampled_from([0.5, 0.9, 0.99]))
 
 
 @given(case=noisy_labels())

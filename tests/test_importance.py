@@ -45,6 +45,11 @@ def _dist(system):
     return dict(zip(system.keys.tolist(), system.probabilities.tolist()))
 
 
+def _mixture(weights, p, x):
+    """q(x) = Σ_k w_k p_k(x): the mixture of the systems' distributions ``p`` at item ``x``."""
+    return sum(w_k * p_k.get(x, 0.0) for w_k, p_k in zip(weights, p))
+
+
 def reference_weights(systems, draws, scheme):
     p = [_dist(s) for s in systems]
     rows = []
@@ -69,7 +74,7 @@ def reference_precision(systems, draws, labels, weights):
                 continue
             values = []
             for x in draws[j]:
-                q = sum(weights[i][k] * p[k].get(x, 0.0) for k in range(m))
+                q = _mixture(weights[i], p, x)
                 values.append(p[i][x] * labels[x] / q if p[i].get(x, 0.0) > 0 else 0.0)
             total += weights[i][j] * statistics.fmean(values)
             variance += weights[i][j] ** 2 / len(values) * statistics.variance(values)
@@ -84,21 +89,20 @@ def reference_pooled_recall(systems, draws, labels, w):
     """Self-normalised ν̂_i with one pool mixture q = Σ_j w_j p_j; delta-method variance."""
     p = [_dist(s) for s in systems]
     m = len(systems)
+    q = {x: _mixture(w, p, x) for d in draws for x in d}  # one pool mixture for every system
     nus, variances = [], []
     for i in range(m):
         numerator = denominator = 0.0
         for j in range(m):
             for x in draws[j]:
-                q = sum(w[k] * p[k].get(x, 0.0) for k in range(m))
-                numerator += w[j] / len(draws[j]) * labels[x] * (p[i].get(x, 0.0) > 0) / q
-                denominator += w[j] / len(draws[j]) * labels[x] / q
+                numerator += w[j] / len(draws[j]) * labels[x] * (p[i].get(x, 0.0) > 0) / q[x]
+                denominator += w[j] / len(draws[j]) * labels[x] / q[x]
         nu = numerator / denominator
         variance = 0.0
         for j in range(m):
             residuals = []
             for x in draws[j]:
-                q = sum(w[k] * p[k].get(x, 0.0) for k in range(m))
-                residuals.append(labels[x] * ((p[i].get(x, 0.0) > 0) - nu) / q)
+                residuals.append(labels[x] * ((p[i].get(x, 0.0) > 0) - nu) / q[x])
             variance += w[j] ** 2 / len(draws[j]) * statistics.variance(residuals)
         nus.append(nu)
         variances.append(variance / denominator**2)
@@ -331,7 +335,7 @@ def _theorem1_variance(systems, sizes, labels, weights):
         total = 0.0
         for j in range(len(systems)):
             h = {x: p[i][x] * labels[x]
-                 / sum(weights[i][k] * p[k].get(x, 0.0) for k in range(len(systems)))
+                 / _mixture(weights[i], p, x)
                  if p[i].get(x, 0.0) > 0 else 0.0
                  for x in p[j]}
             mean = sum(p[j][x] * h[x] for x in p[j])

@@ -135,13 +135,18 @@ def test_pr_and_roc_match_scipy_stats():
         np.testing.assert_allclose(model.roc(alpha), pos.sf(neg.isf(alpha)), rtol=1e-9, atol=1e-14)
 
 
+def top_fraction(model, beta):
+    """pi beta + (1 - pi) alpha(beta): the top fraction of the population that holds recall beta at
+    false-positive rate alpha(beta), of which the share pi beta is positive."""
+    pi = model.prevalence
+    return pi * beta + (1 - pi) * model.alpha_at(beta)
+
+
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
 def test_pr_is_consistent_with_roc(name):
     model = CONTINUOUS[name]
-    pi = model.prevalence
     beta = np.linspace(0.02, 1.0, 50)
-    alpha = model.alpha_at(beta)
-    expected = pi * beta / (pi * beta + (1 - pi) * alpha)
+    expected = model.prevalence * beta / top_fraction(model, beta)
     np.testing.assert_allclose(model.pr(beta), expected, rtol=1e-14)
     # Walking the ROC curve: at false-positive rate a the recall is ROC(a), and the false-positive
     # rate at that recall is a again wherever both class cdfs are strictly increasing there.
@@ -393,13 +398,9 @@ def test_positive_probability_of_discrete_models_and_of_the_bump():
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
 def test_precision_at_fraction_is_the_pr_curve_read_by_rank(name):
     model = CONTINUOUS[name]
-    pi = model.prevalence
     beta = np.linspace(0.05, 1.0, 20)
-    alpha = model.alpha_at(beta)
-    # The top fraction pi beta + (1 - pi) alpha holds recall beta at false-positive rate alpha.
-    fraction = pi * beta + (1 - pi) * alpha
-    np.testing.assert_allclose(model.precision_at_fraction(fraction), model.pr(beta), rtol=1e-9)
-    assert float(model.precision_at_fraction(1.0)) == pytest.approx(pi, rel=1e-12)
+    np.testing.assert_allclose(model.precision_at_fraction(top_fraction(model, beta)), model.pr(beta), rtol=1e-9)
+    assert float(model.precision_at_fraction(1.0)) == pytest.approx(model.prevalence, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["binormal", "bumped", "discrete-case-f"])

@@ -10,23 +10,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from prdist.cli import main
+from small_release import ranked_scores_and_labels, write_release
 
 
 @pytest.fixture
 def resource(tmp_path):
-    rng = np.random.default_rng(3)
     n = 20_000
-    scores = np.sort(rng.random(n))[::-1]
-    truth = (rng.random(n) < 0.1 + 0.85 * scores).astype(np.int8)
-    root = tmp_path / "release-1"
-    root.mkdir()
+    scores, truth = ranked_scores_and_labels(n, seed=3)
     keys = np.arange(n, dtype=np.int64) * 7 + 3
-    pq.write_table(pa.table({"key": keys, "score": scores, "text": [f"fact {k}" for k in keys]}), root / "part-0.parquet", row_group_size=2_000)
-    return str(root), dict(zip(keys.tolist(), truth.tolist()))
+    table = pa.table({"key": keys, "score": scores, "text": [f"fact {k}" for k in keys]})
+    return write_release(tmp_path / "release-1", table, row_group_size=2_000), dict(zip(keys.tolist(), truth.tolist()))
 
 
 def cli(*argv):

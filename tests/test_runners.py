@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from cli_run import cli
+from small_release import ranked_scores_and_labels, write_release
 
 ROOT = Path(__file__).parent.parent
 HEAVY = ("prefect", "dask", "distributed", "scipy.stats")
@@ -28,15 +28,10 @@ HEAVY = ("prefect", "dask", "distributed", "scipy.stats")
 
 @pytest.fixture
 def release(tmp_path) -> str:
-    rng = np.random.default_rng(5)
     n = 30_000
-    scores = np.sort(rng.random(n))[::-1]
-    labels = (rng.random(n) < 0.1 + 0.85 * scores).astype(np.int8)
-    root = tmp_path / "release"
-    root.mkdir()
+    scores, labels = ranked_scores_and_labels(n, seed=5)
     keys = np.arange(n, dtype=np.int64) * 3 + 1
-    pq.write_table(pa.table({"key": keys, "score": scores, "label": labels}), root / "part-0.parquet", row_group_size=4_096)
-    return str(root)
+    return write_release(tmp_path / "release", pa.table({"key": keys, "score": scores, "label": labels}), row_group_size=4_096)
 
 
 def run_files(run: str) -> dict[str, bytes]:

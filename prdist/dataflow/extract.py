@@ -27,11 +27,9 @@ from .executor import run_tasks
 from .parquet import (
     Resource,
     check_labels,
-    check_ranks,
     check_unique,
     displays,
     empty_result,
-    extra_columns,
     footers_of,
     keys_of,
     open_parquet,
@@ -42,7 +40,7 @@ from .parquet import (
     result_frame,
     scores_of,
 )
-from .select import select_positions
+from .select import requested_positions, select_positions
 
 __all__ = ["DEFAULT_BLOCK_ROWS", "extract_ranks"]
 
@@ -162,8 +160,7 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
     True
     """
     owner = "extract_ranks"
-    wanted = check_ranks(ranks, resource.n, owner=owner) - 1
-    extras = extra_columns(resource, columns)
+    wanted, extras = requested_positions(resource, ranks, columns, owner=owner)
     max_block_rows = check_int(max_block_rows, name="max_block_rows", owner=owner, low=1)
     check = order_from_statistics(resource)
     if not check.sorted:

@@ -109,7 +109,7 @@ def write_ranked_copy(resource: Resource, out, *, client=None, storage_options=N
     Raises
     ------
     ParameterError
-        A parameter outside its domain.
+        A parameter outside its domain, or ``resource`` not opened by :func:`open_resource`.
     InputError
         ``out`` exists already or cannot be written.
     DataError

@@ -560,6 +560,13 @@ def _ranked_candidates(resource: Resource, partitions, pieces, final, positions,
     return frame
 
 
+def requested_positions(resource: Resource, ranks, columns, *, owner: str) -> tuple[np.ndarray, list[str]]:
+    """The 0-based positions of the requested 1-based ``ranks`` and the extra ``columns`` to carry,
+    both checked against ``resource`` (the common start of :func:`select_ranks` and
+    :func:`prdist.dataflow.extract.extract_ranks`)."""
+    return check_ranks(ranks, resource.n, owner=owner) - 1, extra_columns(resource, columns)
+
+
 def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: int = DEFAULT_CAP,
                  max_candidates: int = DEFAULT_MAX_CANDIDATES, histogram_bins: int = DEFAULT_HISTOGRAM_BINS, partition_rows: int = DEFAULT_PARTITION_ROWS) -> pd.DataFrame:
     """Return the items at ``ranks`` of a resource in any order, without sorting it.
@@ -614,8 +621,7 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     [[1, 2], [2, 4]]
     """
     owner = "select_ranks"
-    positions = check_ranks(ranks, resource.n, owner=owner) - 1
-    extras = extra_columns(resource, columns)
+    positions, extras = requested_positions(resource, ranks, columns, owner=owner)
     cap = check_int(cap, name="cap", owner=owner, low=1)
     max_candidates = check_int(max_candidates, name="max_candidates", owner=owner, low=0)
     histogram_bins = check_int(histogram_bins, name="histogram_bins", owner=owner, low=16, high=1 << 26)
