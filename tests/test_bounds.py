@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from paula_sequences import (
     arbitrary_labels,
@@ -69,8 +69,10 @@ def test_bounds_are_sane_on_any_labels(case):
         assert np.allclose(b.lower(prefix), exact) and np.allclose(b.upper(prefix), exact)
 
 
+# Arbitrary labels break the grid-point premise often: filtering them out is the test's design,
+# so Hypothesis' "filters too much" health check (which failed about 1 run in 15) is off here.
 @given(case=arbitrary_labels())
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 def test_valid_everywhere_whenever_grid_point_yields_are_bounded(case):
     """lower/upper need nothing beyond the grid-point yield bounds (and A.2 on the tail)."""
     plan, v, labels = case
