@@ -62,7 +62,10 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tupl
     done = subprocess.run(argv, cwd=cwd, env=env or environment(), capture_output=True, text=True)
     lines = done.stderr.strip().splitlines()
     ours = [line for line in lines if line.startswith("prdist")]  # the command's message, not a log record
-    return time.perf_counter() - started, done.returncode, (ours or lines or [""])[-1]
+    # A failure names its error line (exit code first), not the in-process note printed after it.
+    errors = [line for line in ours if line.startswith(("prdist: error", "prdist: failed"))]
+    last = (errors or ours or lines or [""])[-1]
+    return time.perf_counter() - started, done.returncode, last if done.returncode == 0 else f"exit {done.returncode}: {last}"
 
 
 class Checkout:
@@ -91,7 +94,7 @@ def case_commands(co: Checkout, resource: str, labels_file: str):
     def single(argv_of):
         def go():
             seconds, code, last = timed(argv_of(), co.scratch, co.env)
-            return seconds, code == 0, "" if code == 0 else f"exit {code}: {last}"
+            return seconds, code == 0, "" if code == 0 else last
         return go
 
     def concurrent():
