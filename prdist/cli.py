@@ -280,7 +280,7 @@ def _add_synth(sub) -> None:
     add("--order", choices=("sorted", "shuffled"), default="sorted", help="row order (default sorted: rank order)")
     add("--seed", type=int, required=True, metavar="S", help="master seed (same seed, same resource)")
     add("--out", required=True, metavar="URL", help="destination path or fsspec URL (s3://...); must not exist")
-    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for --out, as a JSON object")
+    _add_storage_options(add, "for --out")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: local threads)")
     parser.set_defaults(handler=_cmd_synth)
 
@@ -321,7 +321,7 @@ def _cmd_synth(args) -> int:
     if args.partitions is not None:
         check_int(args.partitions, name="--partitions", owner=owner, low=1, high=n)
     check_int(args.seed, name="--seed", owner=owner, low=0)
-    storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    storage_options = _storage_options(args)
     count = None if args.model == "discrete" else 2
     classes = {}
     for option, given, default in zip(("--neg", "--pos"), (args.neg, args.pos), _SYNTH_DEFAULTS[args.model]):
@@ -345,6 +345,23 @@ def _cmd_synth(args) -> int:
     print(f"prdist synth: {resource.n:,} items of {model!r}, {resource.order}, {files} file(s)")
     print(resource.url)
     return EXIT_OK
+
+
+def _add_storage_options(add, what: str = "") -> None:
+    """``--storage-options JSON``; ``what`` names the URLs it serves (e.g. "for --out")."""
+    add("--storage-options", dest="storage_options", default=None, metavar="JSON",
+        help=f"fsspec options{' ' + what if what else ''}, as a JSON object")
+
+
+def _storage_options(args) -> dict | None:
+    return _json_object_option(args.storage_options, option="--storage-options")
+
+
+def _add_key_score(add, of: str = "") -> None:
+    """``--key`` and ``--score``; ``of`` says whose columns (e.g. "of --resource")."""
+    of = f" {of}" if of else ""
+    add("--key", default="key", metavar="COL", help=f"key column{of} (default key)")
+    add("--score", default="score", metavar="COL", help=f"score column{of} (default score)")
 
 
 def _add_prefect_option(add) -> None:
@@ -385,9 +402,8 @@ def _add_run(sub) -> None:
     add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
     add("--seed", type=int, default=0, metavar="S", help="seed of every random draw (default 0)")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
-    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for --resource/--out/--labels, as a JSON object")
-    add("--key", default="key", metavar="COL", help="key column (default key)")
-    add("--score", default="score", metavar="COL", help="score column (default score)")
+    _add_storage_options(add, "for --resource/--out/--labels")
+    _add_key_score(add)
     add("--demo-n", dest="demo_n", type=int, default=2_000_000, metavar="N", help="items of the demo's synthetic resource (default 2,000,000)")
     _add_prefect_option(add)
     parser.set_defaults(handler=_cmd_run)
@@ -419,7 +435,7 @@ def _cmd_run(args) -> int:
     confidence = _confidence_option(args.confidence)
     if args.series is not None and (not args.series.strip() or args.series != args.series.strip()):
         raise InputError(f"--series must be a name without surrounding blanks, e.g. '--series kb-releases'. Got {args.series!r}.")
-    storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    storage_options = _storage_options(args)
     resource, oracle = args.resource, args.oracle_column
     if resource is None:
         resource, oracle = _demo_resource(args, storage_options), oracle or "label"
@@ -577,9 +593,8 @@ def _add_compare(sub) -> None:
     add("--confidence", type=float, default=0.95, metavar="C", help="level of the intervals, in (0, 1) (default 0.95)")
     _add_aggregate(add)
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
-    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for every URL, as a JSON object")
-    add("--key", default="key", metavar="COL", help="key column of every system (default key)")
-    add("--score", default="score", metavar="COL", help="score column of every system (default score)")
+    _add_storage_options(add, "for every URL")
+    _add_key_score(add, "of every system")
     _add_prefect_option(add)
     parser.set_defaults(handler=_cmd_compare)
 
@@ -634,7 +649,7 @@ def _cmd_compare(args) -> int:
         check_int(args.k, name="--k", owner=owner, low=1)
     if args.power is not None:
         check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
-    storage_options = _json_object_option(args.storage_options, option="--storage-options")
+    storage_options = _storage_options(args)
     from flows.compare_systems import compare_systems  # Prefect: imported only once the input is valid
 
     parameters = dict(
@@ -712,9 +727,8 @@ def _add_labels(sub) -> None:
         help="refuse labels for keys this Parquet resource does not hold (reads its key column once); "
              "without it any key is accepted, as one store serves many resources",
     )  # fmt: skip
-    imp.add_argument("--key", default="key", metavar="COL", help="key column of --resource (default key)")
-    imp.add_argument("--score", default="score", metavar="COL", help="score column of --resource (default score)")
-    imp.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    _add_key_score(imp.add_argument, "of --resource")
+    _add_storage_options(imp.add_argument)
     imp.set_defaults(handler=_cmd_labels_import)
     exp = actions.add_parser("export", help="write the items a run still needs labeled, for an annotation tool")
     exp.add_argument("--run", required=True, metavar="DIR", help="a run directory printed by 'prdist run'")
@@ -723,16 +737,15 @@ def _add_labels(sub) -> None:
                      help="default: from the file name; label-studio writes tasks plus FILE.xml, the labeling config")
     exp.add_argument("--show-score", dest="show_score", action="store_true",
                      help="show score and rank to annotators (hidden by default: they bias the verdict)")
-    exp.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    _add_storage_options(exp.add_argument)
     exp.set_defaults(handler=_cmd_labels_export)
     st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
     st.add_argument("--store", required=True, metavar="URL", help="the label store")
     st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
     _add_aggregate(st.add_argument)
     st.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    st.add_argument("--key", default="key", metavar="COL", help="key column of --resource (default key)")
-    st.add_argument("--score", default="score", metavar="COL", help="score column of --resource (default score)")
-    st.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    _add_key_score(st.add_argument, "of --resource")
+    _add_storage_options(st.add_argument)
     st.set_defaults(handler=_cmd_labels_status)
 
 
@@ -740,7 +753,7 @@ def _cmd_labels_import(args) -> int:
     from .dataflow.labels import import_labels
     from .verdicts import VerdictWords
 
-    options = _json_object_option(args.storage_options, option="--storage-options")
+    options = _storage_options(args)
     words = VerdictWords(positive=tuple(args.positive), negative=tuple(args.negative), skip=tuple(args.skip))
     summary = import_labels(args.store, args.files, storage_options=options, annotator=args.annotator,
                             resource=args.resource, key=args.key, score=args.score, fmt=args.fmt, words=words)
@@ -760,7 +773,7 @@ def _cmd_labels_import(args) -> int:
 def _cmd_labels_export(args) -> int:
     from .dataflow.labels import write_annotation_file
 
-    options = _json_object_option(args.storage_options, option="--storage-options")
+    options = _storage_options(args)
     count = write_annotation_file(args.run, args.out, storage_options=options, fmt=args.fmt, show_score=args.show_score)
     print(f"prdist labels: {count:,} item(s) to annotate")
     print(args.out)
@@ -770,7 +783,7 @@ def _cmd_labels_export(args) -> int:
 def _cmd_labels_status(args) -> int:
     from .dataflow.labels import store_status
 
-    options = _json_object_option(args.storage_options, option="--storage-options")
+    options = _storage_options(args)
     status = store_status(args.store, resource=args.resource, rule=args.aggregate, storage_options=options,
                           key=args.key, score=args.score)
     print(json.dumps(status, indent=2) if args.json else status_text(status))
@@ -815,14 +828,14 @@ def _add_ingest(sub) -> None:
     add("--format", choices=("csv", "tsv", "jsonl", "parquet"), default=None, help="input format (default: from each file's extension)")
     add("--columns", default=None, metavar="NAMES", help="comma-separated column names of CSV/TSV files without a header row")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler for inputs too large to sort in memory")
-    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options for the inputs and --out, as a JSON object")
+    _add_storage_options(add, "for the inputs and --out")
     parser.set_defaults(handler=_cmd_ingest)
 
 
 def _cmd_ingest(args) -> int:
     from .dataflow.ingest import IngestSpec, ingest
 
-    options = _json_object_option(args.storage_options, option="--storage-options")
+    options = _storage_options(args)
     columns = None if args.columns is None else tuple(c.strip() for c in args.columns.split(","))
     spec = IngestSpec(score=args.score, keys=tuple(args.keys), format=args.format, columns=columns)
     if args.scheduler is None:  # small inputs are sorted in memory; large ones on Dask's local scheduler
@@ -889,7 +902,7 @@ def _add_history(sub) -> None:
     add("--series", default=None, metavar="NAME", help="only this series (default: every series found)")
     add("--ranks", default=None, metavar="R,R,...", help="ranks to follow (default: the latest run's guaranteed cut-offs and the powers of ten)")
     add("--out", default=None, metavar="DIR", help="output directory (default: <runs>/_history)")
-    add("--storage-options", dest="storage_options", default=None, metavar="JSON", help="fsspec options, as a JSON object")
+    _add_storage_options(add)
     parser.set_defaults(handler=_cmd_history)
 
 
@@ -902,7 +915,7 @@ def _cmd_history(args) -> int:
         if not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
             raise InputError(f"--ranks must be ranks (whole numbers >= 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
         ranks = sorted({int(p) for p in parts})
-    options = _json_object_option(args.storage_options, option="--storage-options")
+    options = _storage_options(args)
     out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
     changed = table[table["change"] != ""]
     print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
