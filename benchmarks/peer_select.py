@@ -8,7 +8,10 @@ interpreter start, imports, reading, ranking, writing the selected items.
 
 Rank r is the r-th item by descending score (continuous scores: no ties). ``--form`` picks how the
 ranks are matched: ``join`` (a join with the rank table) or ``filter`` (``is_in`` / ``IN``); the
-benchmark takes the faster per engine. ``--threads`` caps each engine's thread pool.
+benchmark takes the faster per engine. ``streaming`` (Polars only) is the join run on Polars'
+streaming engine, what its documentation offers for data larger than memory. ``--threads`` caps each
+engine's thread pool; ``--memory-limit`` is DuckDB's ``memory_limit`` (it spills to a directory
+beside OUT beyond it).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import argparse
 import os
 
 
-def select_polars(resource: str, ranks, out: str, form: str, threads: int) -> None:
+def select_polars(resource: str, ranks, out: str, form: str, threads: int, memory_limit: str | None) -> None:
     os.environ["POLARS_MAX_THREADS"] = str(threads)  # read at import
     import polars as pl
 
@@ -28,19 +31,22 @@ def select_polars(resource: str, ranks, out: str, form: str, threads: int) -> No
         .with_row_index("rank", offset=1)
         .with_columns(pl.col("rank").cast(pl.Int64))
     )
-    if form == "join":
-        wanted = pl.LazyFrame({"rank": ranks})
-        picked = ranked.join(wanted, on="rank", how="inner")
-    else:
+    if form == "filter":
         picked = ranked.filter(pl.col("rank").is_in(pl.Series(ranks)))
-    picked.sort("rank").collect().write_parquet(out)
+    else:
+        picked = ranked.join(pl.LazyFrame({"rank": ranks}), on="rank", how="inner")
+    engine = "streaming" if form == "streaming" else "in-memory"
+    picked.sort("rank").collect(engine=engine).write_parquet(out)
 
 
-def select_duckdb(resource: str, ranks, out: str, form: str, threads: int) -> None:
+def select_duckdb(resource: str, ranks, out: str, form: str, threads: int, memory_limit: str | None) -> None:
     import duckdb
     import pyarrow as pa
 
-    con = duckdb.connect(config={"threads": threads})
+    config = {"threads": threads}
+    if memory_limit is not None:
+        config.update(memory_limit=memory_limit, temp_directory=out + ".spill")
+    con = duckdb.connect(config=config)
     con.register("wanted", pa.table({"rank": ranks}))
     source = f"read_parquet('{os.path.join(resource, '*.parquet')}')"
     ranked = f"SELECT key, score, label, row_number() OVER (ORDER BY score DESC) AS rank FROM {source}"
@@ -57,15 +63,18 @@ ENGINES = {"polars": select_polars, "duckdb": select_duckdb}
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=sorted(ENGINES), required=True)
-    parser.add_argument("--form", choices=("join", "filter"), default="join")
+    parser.add_argument("--form", choices=("join", "filter", "streaming"), default="join")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--memory-limit", default=None, help="DuckDB's memory_limit, e.g. 12GB (default: DuckDB's own)")
     parser.add_argument("resource")
     parser.add_argument("ranks", help=".npy file of int64 ranks")
     parser.add_argument("out")
     args = parser.parse_args()
     import numpy as np
 
-    ENGINES[args.engine](args.resource, np.load(args.ranks), args.out, args.form, args.threads)
+    if args.form == "streaming" and args.engine != "polars":
+        parser.error("--form streaming is Polars' streaming engine")
+    ENGINES[args.engine](args.resource, np.load(args.ranks), args.out, args.form, args.threads, args.memory_limit)
 
 
 if __name__ == "__main__":
