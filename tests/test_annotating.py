@@ -120,12 +120,15 @@ def test_reverb_loop_completes_with_cannot_judge_from_every_tool(tmp_path):
         assert (c["annotations"], c["labeled"], c["cannot_judge"], c["disputed"], c["awaiting"]) == (727, 619, 108, 0, 0)
         assert manifest["agreement"]["annotators"] == 3 and 0 < manifest["agreement"]["krippendorff_alpha"] < 1
         assert (run / "bands.parquet").exists() and manifest["bands"]["cannot_judge_left_out"] == 108
+        bands = pd.read_parquet(run / "bands.parquet")
+        assert (bands["precision_worst_low"] <= bands["band_lower"]).all() and (bands["precision_worst_high"] >= bands["band_upper"]).all()
+        assert manifest["bands"]["worst_mean_width"] >= manifest["bands"]["band_mean_width"] > 0
         bounds = pd.read_parquet(run / "bounds.parquet")
         lower, upper = assumption_free(frame, bounds["rank"].to_numpy())
         np.testing.assert_allclose(bounds["precision_lower"], lower, atol=1e-12)
         np.testing.assert_allclose(bounds["precision_upper"], upper, atol=1e-12)
         report = (run / "report.html").read_text()
-        assert "nobody can judge" in report and "Krippendorff" in report
+        assert "nobody can judge" in report and "Krippendorff" in report and "precision_worst_low" in report
 
     code, out, _ = cli("labels", "status", "--store", str(tmp_path / "mturk-store"), "--json")
     status = json.loads(out)
