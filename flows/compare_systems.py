@@ -1,6 +1,7 @@
 """Prefect flow: compare several systems (or releases) that share one label store.
 
-open -> (exhaustive sample) -> draw and join -> labels -> estimate -> write the run.
+open -> (exhaustive sample) -> draw and join -> labels -> (item columns of the awaiting items)
+-> estimate -> write the run.
 Wiring only: every task calls one function of ``prdist.dataflow.compare``. The draw-and-join
 task drives Dask through a ``distributed.Client`` itself; the draws are seeded, so a rerun once
 labels arrive draws the same sample again (task results stay in memory: they hold data read from
@@ -17,7 +18,7 @@ from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist.dataflow import compare as cmp
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.unjudged import estimate_labeled
-from prdist.dataflow.cluster import dask_client
+from prdist.dataflow.cluster import dask_client, one_cluster
 from prdist.importance import SamplingDistribution
 
 
@@ -42,16 +43,22 @@ def labels_task(drawn, store: str | None, storage_options: dict | None, rule: st
     return cmp.attach_labels(drawn, store, storage_options=storage_options, rule=rule)
 
 
+@step(**IO_RETRIES)
+def items_task(systems, drawn, labeled, scheduler: str | None):
+    with dask_client(scheduler, items=sum(s.resource.n for s in systems)) as client:
+        return cmp.item_columns(systems, drawn, labeled.awaiting, client=client)
+
+
 @step(**IN_MEMORY)
 def estimate_task(labeled, drawn, params: cmp.CompareParams):
     return estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
 
 
 @step(**IO_RETRIES)
-def write_task(systems, drawn, labeled, params, out: str, estimates, store, exhaustive, storage_options):
+def write_task(systems, drawn, labeled, params, out: str, estimates, store, exhaustive, storage_options, items=None):
     frame, diagnostics = estimates if estimates is not None else (None, None)
     return cmp.write_compare(systems, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,
-                             labels=store, exhaustive=exhaustive, storage_options=storage_options)
+                             labels=store, exhaustive=exhaustive, storage_options=storage_options, items=items)
 
 
 def summary_markdown(outcome: RunOutcome) -> str:
@@ -117,8 +124,11 @@ def compare_systems(
     sample_of = None
     if exhaustive is not None:
         sample_of = exhaustive_task(exhaustive, opened[0].resource.key_kind, storage_options)
-    drawn = sample_task(opened, params, sample_of, scheduler)
-    labeled = labels_task(drawn, labels, storage_options, aggregate)
+    with one_cluster():  # the draw and the item columns share one Dask cluster, started when first needed
+        drawn = sample_task(opened, params, sample_of, scheduler)
+        labeled = labels_task(drawn, labels, storage_options, aggregate)
+        # What an annotator reads about each awaiting item: read only when some item awaits.
+        items = items_task(opened, drawn, labeled, scheduler) if labeled.missing else None
     estimates = estimate_task(labeled, drawn, params) if labeled.missing == 0 else None
-    outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, storage_options)
+    outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, storage_options, items)
     return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-comparison", waiting_for="drawn items")

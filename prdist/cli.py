@@ -731,12 +731,13 @@ def _add_labels(sub) -> None:
     _add_storage_options(imp.add_argument)
     imp.set_defaults(handler=_cmd_labels_import)
     exp = actions.add_parser("export", help="write the items a run still needs labeled, for an annotation tool")
-    exp.add_argument("--run", required=True, metavar="DIR", help="a run directory printed by 'prdist run'")
+    exp.add_argument("--run", required=True, metavar="DIR", help="a run directory printed by 'prdist run' or 'prdist compare'")
     exp.add_argument("--out", required=True, metavar="FILE", help="target file (.csv, .jsonl, .parquet; .json for label-studio)")
     exp.add_argument("--format", dest="fmt", choices=("csv", "jsonl", "parquet", "label-studio"), default=None,
                      help="default: from the file name; label-studio writes tasks plus FILE.xml, the labeling config")
     exp.add_argument("--show-score", dest="show_score", action="store_true",
-                     help="show score and rank to annotators (hidden by default: they bias the verdict)")
+                     help="show score and rank (of a comparison: each system's score, the systems and the draws) "
+                          "to annotators (hidden by default: they bias the verdict)")
     _add_storage_options(exp.add_argument)
     exp.set_defaults(handler=_cmd_labels_export)
     st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")

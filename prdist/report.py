@@ -841,32 +841,60 @@ def _section_bands_missing(manifest: Mapping) -> str:
 
 def _section_bands(bands: pd.DataFrame, about: Mapping | None = None) -> str:
     cols = {c: pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64) for c in _BANDS_COLUMNS}
+    worst = _worst_band(bands)
     order = np.argsort(cols["recall"], kind="stable")
     cols = {c: v[order] for c, v in cols.items()}
     if not np.isfinite(cols["recall"]).any() or not np.isfinite(cols["precision"]).any():
         body = '<p class="note">The bands table holds no finite values; nothing to draw.</p>'
         return f'<section id="bands"><h2>Bootstrap confidence bands</h2>{body}</section>'
     x = cols["recall"]
+    shown = (cols["band_lower"], cols["band_upper"]) if worst is None else (worst[0][order], worst[1][order])
     plot = _Plot(
         "fig-bands",
         x=(0.0, 1.0),
-        y=_value_range(cols["band_lower"], cols["band_upper"], cols["precision"]),
+        y=_value_range(*shown, cols["precision"]),
         xlabel="recall",
         ylabel="precision",
         description="Bootstrap confidence bands around the empirical precision-recall curve",
     )
     plot.band(x, cols["band_lower"], cols["band_upper"], fill=_ORANGE_FILL, label="simultaneous band")
     plot.band(x, cols["pointwise_lower"], cols["pointwise_upper"], fill=_ORANGE, opacity=0.55, label="pointwise band")
+    if worst is not None:
+        plot.line(x, shown[0], color=_ORANGE_DARK, width=1.2, dash="4 3", label="worst case (cannot judge: all 0 / all 1)")
+        plot.line(x, shown[1], color=_ORANGE_DARK, width=1.2, dash="4 3")
     plot.line(x, cols["precision"], color=_ORANGE_DARK, width=1.8, label="empirical PR curve")
     caption = (
         "From the i.i.d. labeled sample: the simultaneous band holds the whole PR curve over the "
         "recall range shown with the stated confidence; the pointwise band holds it at each recall "
         "level separately (and is narrower)."
     )
-    left_out = (about or {}).get("cannot_judge_left_out")
-    note = (f'<p class="note">{_int(left_out)} arm items nobody can judge are left out, assuming they are '
-            "missing at random.</p>") if _is_number(left_out) and left_out > 0 else ""
+    note = _bands_note(about or {}, worst is not None)
     return f'<section id="bands"><h2>Bootstrap confidence bands</h2>{note}{_figure(plot.svg(), caption)}</section>'
+
+
+def _worst_band(bands: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """The worst-case columns of a bands table (items nobody can judge all 0 / all 1), if any."""
+    if not {"precision_worst_low", "precision_worst_high"} <= set(bands.columns):
+        return None
+    return tuple(pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64)
+                 for c in ("precision_worst_low", "precision_worst_high"))
+
+
+def _bands_note(about: Mapping, has_worst: bool) -> str:
+    """What the bands assume about the arm items nobody can judge, and the worst case without it."""
+    left_out = about.get("cannot_judge_left_out")
+    if not (_is_number(left_out) and left_out > 0):
+        return ""
+    text = f"{_int(left_out)} arm items nobody can judge are left out, assuming they are missing at random."
+    if has_worst:
+        text += (" Without that assumption (dashed): at each recall level, the lowest lower and the highest "
+                 "upper band with those items missing at random, all incorrect and all correct "
+                 "(precision_worst_low / precision_worst_high in bands.parquet)")
+        widths = (about.get("band_mean_width"), about.get("worst_mean_width"))
+        if all(_is_number(w) for w in widths):
+            text += f"; mean width {_num(widths[0], 3)} under the assumption, {_num(widths[1], 3)} without it"
+        text += "."
+    return f'<p class="note">{_esc(text)}</p>'
 
 
 def _dot_whisker(systems: list[str], centre, low, high, *, x0: float, width: float, row_height: float,

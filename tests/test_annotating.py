@@ -1,10 +1,13 @@
 """The annotation loop on the real ReVerb data, with every extraction: the unlabeled ones answered
 "cannot judge", three annotators voting, their votes coming back as Label Studio, MTurk and Prodigy
 exports. The run completes (exit 0) with bounds equal to the assumption-free counts under majority
-voting, bands are written, and the comparison of the six systems writes compare.parquet."""
+voting, bands are written (with their worst case over the items nobody can judge), the comparison
+of the six systems writes compare.parquet, and a comparison awaiting labels shows annotators the
+extractions themselves."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -120,12 +123,15 @@ def test_reverb_loop_completes_with_cannot_judge_from_every_tool(tmp_path):
         assert (c["annotations"], c["labeled"], c["cannot_judge"], c["disputed"], c["awaiting"]) == (727, 619, 108, 0, 0)
         assert manifest["agreement"]["annotators"] == 3 and 0 < manifest["agreement"]["krippendorff_alpha"] < 1
         assert (run / "bands.parquet").exists() and manifest["bands"]["cannot_judge_left_out"] == 108
+        bands = pd.read_parquet(run / "bands.parquet")
+        assert (bands["precision_worst_low"] <= bands["band_lower"]).all() and (bands["precision_worst_high"] >= bands["band_upper"]).all()
+        assert manifest["bands"]["worst_mean_width"] >= manifest["bands"]["band_mean_width"] > 0
         bounds = pd.read_parquet(run / "bounds.parquet")
         lower, upper = assumption_free(frame, bounds["rank"].to_numpy())
         np.testing.assert_allclose(bounds["precision_lower"], lower, atol=1e-12)
         np.testing.assert_allclose(bounds["precision_upper"], upper, atol=1e-12)
         report = (run / "report.html").read_text()
-        assert "nobody can judge" in report and "Krippendorff" in report
+        assert "nobody can judge" in report and "Krippendorff" in report and "precision_worst_low" in report
 
     code, out, _ = cli("labels", "status", "--store", str(tmp_path / "mturk-store"), "--json")
     status = json.loads(out)
@@ -151,3 +157,38 @@ def test_compare_proceeds_without_items_nobody_can_judge(tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["counts"]["cannot_judge"] > 0 and manifest["counts"]["awaiting"] == 0
     assert any("missing at random" in note for note in manifest["diagnostics"]["notes"])
+
+
+def test_compare_task_shows_the_extractions_to_annotators(tmp_path):
+    """A comparison awaiting labels hands annotators the extraction (sentence, arg1, rel, arg2),
+    never the systems' scores; their Label Studio verdicts complete it."""
+    data = load_reverb(REVERB)
+    text = pd.read_csv(REVERB / "sentences.txt", sep="\t", header=None, names=["id", "sentence"], dtype=str,
+                       quoting=csv.QUOTE_NONE, keep_default_na=False).set_index("id")["sentence"]
+    systems = []
+    for name in ("reverb", "textrunner", "woe_parse"):
+        frame = data.systems[name]
+        parts = frame["key"].str.split("\t", expand=True)
+        items = pd.DataFrame({"key": frame["key"], "score": frame["score"], "sentence": parts[0].map(text),
+                              "arg1": parts[1], "rel": parts[2], "arg2": parts[3]})
+        systems += ["--system", f"{name}={write_frame(items, str(tmp_path / name))}"]
+    argv = ["compare", *systems, "--labels", str(tmp_path / "store"), "--budget", "60", "--seed", "4", "--out", str(tmp_path / "cmp")]
+    code, out, err = cli(*argv)
+    assert code == 3, err
+    run = Path(out.strip().splitlines()[-1])
+    drawn = set(pd.read_parquet(run / "sample.parquet")["key"])
+    task = pd.read_csv(run / "annotation_task.csv", dtype=str, keep_default_na=False)
+    assert set(task["key"]) == drawn and len(task) == len(drawn)  # nothing labeled yet: every drawn item
+    parts = task["key"].str.split("\t", expand=True)
+    assert (task["arg1"] == parts[1]).all() and (task["rel"] == parts[2]).all() and (task["arg2"] == parts[3]).all()
+    assert (task["sentence"] == parts[0].map(text)).all() and (task["sentence"] != "").all()
+
+    exported = tmp_path / "task.json"
+    assert cli("labels", "export", "--run", str(run), "--format", "label-studio", "--out", str(exported))[0] == 0
+    assert set(json.loads(exported.read_text())[0]["data"]) == {"key", "sentence", "arg1", "rel", "arg2"}
+    every = pd.concat([data.systems[n][["key", "label"]] for n in ("reverb", "textrunner", "woe_parse")]).drop_duplicates("key")
+    (tmp_path / "export.json").write_text(label_studio_export(exported, votes_for(every.reset_index(drop=True))))
+    assert cli("labels", "import", "--store", str(tmp_path / "store"), str(tmp_path / "export.json"))[0] == 0
+    code, out, err = cli(*argv)
+    assert code == 0, err
+    assert (Path(out.strip().splitlines()[-1]) / "compare.parquet").exists()

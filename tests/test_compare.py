@@ -325,6 +325,153 @@ def test_missing_labels_then_import_then_complete(tmp_path):
     assert again.url == second.url and os.stat(os.path.join(again.url, "manifest.json")).st_mtime_ns == committed
 
 
+def with_item_columns(frames):
+    """The systems of :func:`synthetic` with what an annotator reads: ``text`` (each system words it
+    its own way), ``count`` (an integer), a column only sys1 has, one named like a task column
+    (``draws``) and a truth column (``label``, never shown)."""
+    out = {}
+    for name, frame in frames.items():
+        number = np.array([int(str(k).removeprefix("item-")) for k in frame["key"]])
+        extra = {"text": [f"text of {k} in {name}" for k in frame["key"]], "count": number % 97, "draws": number % 5}
+        if name == "sys1":
+            extra["source"] = [f"https://example.org/{k}" for k in frame["key"]]
+        if name == "sys2":
+            extra["label"] = (number % 2).astype(np.int8)
+        out[name] = frame.assign(**extra)
+    return out
+
+
+@pytest.mark.parametrize("key_kind", ["int", "string"])
+def test_annotation_task_carries_the_item_columns(tmp_path, key_kind):
+    frames, labels = synthetic(21, key_kind=key_kind)
+    frames = with_item_columns(frames)
+    urls = write_systems(frames, tmp_path / "systems", files=2, row_group_size=7)
+    params = cmp.CompareParams(budget=90, seed=3)
+    store = _store_with(tmp_path, labels.sample(frac=0.5, random_state=1), "store")
+    first = compare_in_process(urls, out=str(tmp_path / "runs"), params=params, labels=store)
+    drawn_keys = set(pd.read_parquet(os.path.join(first.url, "sample.parquet"))["key"].astype(str))
+    awaiting = drawn_keys - set(labels.sample(frac=0.5, random_state=1)["key"].astype(str))
+    assert first.missing == len(awaiting) > 0
+
+    csv_task = pd.read_csv(first.task, dtype=str, keep_default_na=False)
+    with open(first.task.replace(".csv", ".jsonl")) as fh:
+        records = [json.loads(line) for line in fh]
+    assert list(csv_task.columns) == ["key", "text", "count", "item_draws", "source", "systems", "draws",
+                                      "score_sys0", "score_sys1", "score_sys2", "label"]
+    assert all(list(r) == list(csv_task.columns) for r in records) and len(records) == len(csv_task)
+    assert set(csv_task["key"]) == awaiting and len(csv_task) == len(awaiting)
+    assert (csv_task["label"] == "").all()  # the annotator's column; sys2's truth column is never read
+    for row in records:
+        key = row["key"]
+        assert isinstance(key, int if key_kind == "int" else str)
+        holders = [name for name, f in frames.items() if key in set(f["key"])]
+        first_holder = frames[holders[0]].set_index("key").loc[key]
+        # The first system (in the order given) that outputs the key describes it, whole.
+        assert row["text"] == f"text of {key} in {holders[0]}"
+        assert row["count"] == first_holder["count"] and isinstance(row["count"], int)
+        assert row["item_draws"] == first_holder["draws"]
+        assert row["source"] == (first_holder["source"] if holders[0] == "sys1" else None)
+        assert row["systems"].split(";") == holders and row["draws"] >= 1
+    integers = csv_task["count"].str.fullmatch(r"\d+")
+    assert integers.all()  # "7", never "7.0", although sys1's extra column is empty for other keys
+
+    # Filled in and imported: the rerun completes and reads no item column at all.
+    csv_task["label"] = csv_task["key"].map(labels.assign(key=labels["key"].astype(str)).set_index("key")["label"]).astype(str)
+    csv_task.to_csv(tmp_path / "answers.csv", index=False)
+    import_labels(store, [str(tmp_path / "answers.csv")])
+    second = compare_in_process(urls, out=str(tmp_path / "runs"), params=params, labels=store)
+    assert second.missing == 0 and second.manifest["bytes_read"]["items"] == 0
+    assert first.manifest["bytes_read"]["items"] > 0
+
+
+def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkeypatch):
+    frames, _ = synthetic(22)
+    frames = with_item_columns(frames)
+    urls = write_systems(frames, tmp_path, row_group_size=5)
+    systems = cmp.open_systems(urls)
+    drawn = cmp.draw_sample(systems, cmp.CompareParams(budget=60, seed=8))
+    keys = drawn.sample.keys
+    wanted = np.arange(keys.size) % 3 == 0
+    read = []
+    original = parquet_module.read_group
+
+    def spy(parquet, index, columns, *, display):
+        read.append((display, index, tuple(columns)))
+        return original(parquet, index, columns, display=display)
+
+    monkeypatch.setattr(parquet_module, "read_group", spy)
+    items = cmp.item_columns(systems, drawn, wanted)
+    # Where each wanted key is in the first system that outputs it (one file: position // 5).
+    expected, bytes_read = set(), 0
+    for key in keys[wanted]:
+        name = next(n for n, f in frames.items() if key in set(f["key"]))
+        system = next(s for s in systems if s.name == name)
+        position = int(np.flatnonzero(frames[name]["key"].to_numpy() == key)[0])
+        columns = ("key", *cmp.item_column_names(system.resource))
+        expected.add((displays_of(system)[0], position // 5, columns))
+    assert set(read) == expected and len(read) == len(expected)  # each row group once, nothing else
+    for display, index, columns in expected:
+        system = next(s for s in systems if displays_of(s)[0] == display)
+        bytes_read += system.resource.bytes_of([index], columns)
+    assert items.attrs["bytes_read"] == bytes_read
+    assert items["text"].tolist() == [
+        f"text of {k} in {next(n for n, f in frames.items() if k in set(f['key']))}" for k in keys[wanted]
+    ]
+    assert "label" not in cmp.item_column_names(systems[2].resource)
+    # Nothing wanted, nothing read.
+    read.clear()
+    none = cmp.item_columns(systems, drawn, np.zeros(keys.size, bool))
+    assert read == [] and len(none) == 0 and none.attrs["bytes_read"] == 0
+
+
+def test_a_cluster_writes_the_same_annotation_task(tmp_path, dask_client):
+    frames, labels = synthetic(24, key_kind="int")
+    urls = write_systems(with_item_columns(frames), tmp_path / "systems", files=3, row_group_size=4)
+    params = cmp.CompareParams(budget=70, seed=5)
+    store = _store_with(tmp_path, labels.sample(frac=0.3, random_state=2), "store")
+    alone = compare_in_process(urls, out=str(tmp_path / "alone"), params=params, labels=store)
+    clustered = compare_in_process(urls, out=str(tmp_path / "cluster"), params=params, labels=store,
+                                   scheduler=dask_client.scheduler.address)
+    assert alone.missing > 0 and os.path.basename(alone.url) == os.path.basename(clustered.url)
+    for name in ("annotation_task.csv", "annotation_task.jsonl", "sample.parquet"):
+        with open(os.path.join(alone.url, name), "rb") as a, open(os.path.join(clustered.url, name), "rb") as b:
+            assert a.read() == b.read(), name
+    assert alone.manifest["bytes_read"] == clustered.manifest["bytes_read"]
+
+
+def displays_of(system):
+    return list(parquet_module.displays(system.resource).values())
+
+
+def test_label_studio_export_of_a_comparison_hides_what_the_systems_say(tmp_path, capsys):
+    frames, labels = synthetic(23)
+    urls = write_systems(with_item_columns(frames), tmp_path / "systems")
+    store = str(tmp_path / "store")
+    run = compare_in_process(urls, out=str(tmp_path / "runs"), params=cmp.CompareParams(budget=40, seed=2), labels=store)
+    assert run.missing > 0
+    task = tmp_path / "task.json"
+    assert main(["labels", "export", "--run", run.url, "--format", "label-studio", "--out", str(task)]) == 0
+    tasks = json.loads(task.read_text())
+    assert len(tasks) == run.missing
+    shown = set(tasks[0]["data"])
+    assert shown == {"key", "text", "count", "item_draws", "source"}  # no score_*, systems or draws: they bias
+    config = (tmp_path / "task.json.xml").read_text()
+    assert "$text" in config and "cannot judge" in config and "score_sys0" not in config
+    assert main(["labels", "export", "--run", run.url, "--format", "label-studio", "--show-score", "--out", str(task)]) == 0
+    assert {"score_sys0", "score_sys1", "score_sys2", "systems", "draws"} <= set(json.loads(task.read_text())[0]["data"])
+    capsys.readouterr()
+
+    # Annotated in Label Studio (its JSON export of these tasks), imported: the comparison completes.
+    truth = labels.set_index("key")["label"]
+    export = [{"id": i, "data": t["data"], "annotations": [{"id": i, "completed_by": 1, "was_cancelled": False,
+               "result": [{"type": "choices", "value": {"choices": ["correct" if truth[t["data"]["key"]] else "incorrect"]}}],
+               "updated_at": "2026-11-25T06:00:00Z"}]} for i, t in enumerate(tasks, start=1)]
+    (tmp_path / "export.json").write_text(json.dumps(export))
+    import_labels(store, [str(tmp_path / "export.json")])
+    done = compare_in_process(urls, out=str(tmp_path / "runs"), params=cmp.CompareParams(budget=40, seed=2), labels=store)
+    assert done.missing == 0 and os.path.exists(os.path.join(done.url, "compare.parquet"))
+
+
 def test_recall_with_an_exhaustive_sample(tmp_path):
     frames, labels = synthetic(12, key_kind="int")
     urls = write_systems(frames, tmp_path / "systems")

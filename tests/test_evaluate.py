@@ -150,3 +150,41 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     alone = bootstrap_bands(items["score"].to_numpy()[kept], full[kept], delta=params.delta, replicates=params.replicates,
                             seed=params.seed)
     np.testing.assert_array_equal(without["band_lower"], alone["band_lower"])
+
+
+def test_bands_give_the_worst_case_over_items_nobody_can_judge(truth):
+    keys, scores, labels = truth
+    params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=600, replicates=60, seed=5)
+    planned = ev.make_plan(keys.size, params)
+    order = rank_order(scores, keys)
+    items = pd.DataFrame({"rank": planned.ranks, "key": keys[order][planned.ranks - 1], "score": scores[order][planned.ranks - 1]})
+    full = labels[order][planned.ranks - 1].astype(float)
+    arm = np.flatnonzero(planned.in_band_arm)
+    # Nobody can judge 40 arm items (drawn at random): left out, or all 0, or all 1.
+    never = np.zeros(full.size, bool)
+    never[np.random.default_rng(3).choice(arm, size=40, replace=False)] = True
+    labels_seen = np.where(never, np.nan, full)
+
+    got = ev.bands(planned, items, labels_seen, params, settled=never)
+    contract = ["recall", "precision", "band_lower", "band_upper", "pointwise_lower", "pointwise_upper"]
+    assert list(got.columns[:6]) == contract and list(got.columns[-2:]) == ["precision_worst_low", "precision_worst_high"]
+    assert np.all(got["precision_worst_low"] <= got["band_lower"]) and np.all(got["precision_worst_high"] >= got["band_upper"])
+
+    # By hand: the bands with the arm's unjudged items left out, all incorrect, all correct (same seed).
+    kept, s = ~never[arm], items["score"].to_numpy()[arm]
+    options = dict(delta=params.delta, replicates=params.replicates, seed=params.seed)
+    mar = bootstrap_bands(s[kept], full[arm][kept], **options)
+    zero, one = (bootstrap_bands(s, np.where(never[arm], fill, full[arm]), **options) for fill in (0.0, 1.0))
+    for column in contract + ["normal_lower", "normal_upper"]:
+        np.testing.assert_array_equal(got[column], mar[column])
+    np.testing.assert_array_equal(got["precision_worst_low"], np.minimum.reduce([mar["band_lower"], zero["band_lower"], one["band_lower"]]))
+    np.testing.assert_array_equal(got["precision_worst_high"], np.maximum.reduce([mar["band_upper"], zero["band_upper"], one["band_upper"]]))
+    # The imputations do move the bands: the worst case is wider than the missing-at-random band somewhere.
+    assert np.any(got["precision_worst_low"] < got["band_lower"]) and np.any(got["precision_worst_high"] > got["band_upper"])
+    assert got.attrs["cannot_judge_left_out"] == 40 and "missing at random" in got.attrs["assumption"]
+    assert got.attrs["worst_mean_width"] > got.attrs["band_mean_width"] > 0
+    assert got.attrs["prevalence_if_incorrect"] < got.attrs["prevalence"] < got.attrs["prevalence_if_correct"]
+
+    # Every arm item judged: no assumption, so no worst-case columns (the table is the bands alone).
+    plain = ev.bands(planned, items, full, params, settled=np.zeros(full.size, bool))
+    assert "precision_worst_low" not in plain.columns and "worst_case" not in plain.attrs

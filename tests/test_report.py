@@ -564,3 +564,22 @@ def test_any_valid_bounds_table_gives_a_well_formed_page(bounds):
     for svg in svgs(page):
         for poly in list(svg.iter(SVG_NS + "polyline")) + list(svg.iter(SVG_NS + "polygon")):
             assert "nan" not in poly.get("points") and "inf" not in poly.get("points")
+
+
+def test_bands_show_the_worst_case_over_items_nobody_can_judge(run):
+    bands = run["bands"]
+    worst = bands.assign(precision_worst_low=bands["band_lower"] - 0.05, precision_worst_high=np.minimum(bands["band_upper"] + 0.03, 1.0))
+    about = {"cannot_judge_left_out": 12, "assumption": "items nobody can judge are missing at random",
+             "band_mean_width": 0.158, "worst_mean_width": 0.231}
+    page = render_report(**dict(run, bands=worst, manifest=dict(run["manifest"], bands=about)))
+    body_xml(page)
+    section = page[page.index('<section id="bands">'):]
+    section = section[:section.index("</section>")]
+    assert "12 arm items nobody can judge" in section and "missing at random" in section
+    assert "precision_worst_low / precision_worst_high" in section and "0.158" in section and "0.231" in section
+    figure = svg_by_id(page, "fig-bands")
+    dashed = [p for p in figure.iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]
+    assert len(dashed) == 2  # the worst-case limits below and above the band
+    # Without the worst-case columns (no item left out): the band alone, no dashed limits, no note.
+    plain = svg_by_id(render_report(**run), "fig-bands")
+    assert not [p for p in plain.iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]

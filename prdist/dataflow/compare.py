@@ -36,7 +36,11 @@ function here that the Prefect flow ``flows/compare_systems.py`` calls as one ta
    keys, an (m, m) matrix per bucket and the distinct patterns.
 6. **Labels** (:func:`attach_labels`) from the shared label store, by key: one label serves every
    system and every release that outputs the item. Missing labels go to an annotation task
-   (:func:`annotation_items`: each key with the systems that output it and their scores).
+   (:func:`annotation_items`: each key with its item columns, the systems that output it and
+   their scores). The item columns (every column but the key and the score) are read by
+   :func:`item_columns` in a targeted pass after the join, only for the awaiting keys, only in
+   the row groups where the join found them, from the first system (in the order given) that
+   outputs each key.
 7. **Estimate** (:func:`estimate_systems`) the joint precision of every system with its
    interval, and recall when an exhaustive sample is given; **write** (:func:`write_compare`)
    ``compare.parquet``, ``sample.parquet`` and, last, ``manifest.json`` into a run directory.
@@ -90,6 +94,8 @@ from .compare_sampling import (
     SystemWeights,
     draw_items,
     draw_sample,
+    item_column_names,
+    item_columns,
     join_sample,
     system_weights,
 )
@@ -109,6 +115,8 @@ __all__ = [
     "draw_items",
     "draw_sample",
     "estimate_systems",
+    "item_column_names",
+    "item_columns",
     "join_sample",
     "open_systems",
     "read_exhaustive",

@@ -144,29 +144,43 @@ def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None
                          agreement=dict(lookup.agreement.to_dict(), rule=rule))
 
 
-def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None) -> pd.DataFrame:
+def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None,
+                     items: pd.DataFrame | None = None) -> pd.DataFrame:
     """The drawn items still without a label: what an annotator needs to see.
+
+    Parameters
+    ----------
+    drawn : DrawnSample
+    sample : JointSample
+        The labeled joint sample.
+    awaiting : ndarray of bool, optional
+        The drawn keys to list (default: every key without a label).
+    items : pandas.DataFrame, optional
+        Their item columns, one row per listed key in order
+        (:func:`~prdist.dataflow.compare_sampling.item_columns`; where systems disagree on a key's
+        columns, the first system's).
 
     Returns
     -------
     pandas.DataFrame
-        One row per unlabeled drawn key, in order of first draw: ``key``, ``systems`` (the
-        systems that output it, ``;``-separated), ``draws`` (how often it was drawn in all), then
-        ``score_<system>`` for every system (NaN where the system does not output it).
+        One row per listed key, in order of first draw: ``key``, the item columns (one named like
+        a column below becomes ``item_<name>``), ``systems`` (the systems that output it,
+        ``;``-separated), ``draws`` (how often it was drawn in all), then ``score_<system>`` for
+        every system (NaN where the system does not output it).
     """
     unknown = np.isnan(sample.labels) if awaiting is None else awaiting
     names = np.array(sample.systems, dtype=object)
     present = ~np.isnan(drawn.scores[unknown])
-    frame = pd.DataFrame(
-        {
-            "key": sample.keys[unknown],
-            "systems": [";".join(names[row]) for row in present],
-            "draws": sample.counts[unknown].sum(axis=1),
-        }
-    )
-    for j, name in enumerate(sample.systems):
-        frame[f"score_{name}"] = drawn.scores[unknown, j]
-    return frame
+    frame = pd.DataFrame({"key": sample.keys[unknown]})
+    about = {"systems": [";".join(names[row]) for row in present], "draws": sample.counts[unknown].sum(axis=1)}
+    about.update({f"score_{name}": drawn.scores[unknown, j] for j, name in enumerate(sample.systems)})
+    if items is not None:
+        if len(items) != len(frame):
+            raise ParameterError(f"annotation_items got item columns for {len(items)} keys, not the {len(frame)} listed.")
+        taken = {"key", "label", *about}
+        renamed = items.rename(columns=lambda c: f"item_{c}" if c in taken else c).reset_index(drop=True)
+        frame = pd.concat([frame, renamed], axis=1)
+    return frame.assign(**about)
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,11 +274,13 @@ def _sample_table(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
 
 def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: CompareParams, *, out: str,
                   frame: pd.DataFrame | None = None, diagnostics: dict | None = None, labels: str | None = None,
-                  exhaustive: ExhaustiveSample | None = None, storage_options=None) -> RunOutcome:
+                  exhaustive: ExhaustiveSample | None = None, storage_options=None,
+                  items: pd.DataFrame | None = None) -> RunOutcome:
     """Write one comparison's run directory under ``out``, the manifest last.
 
     Complete (every drawn item labeled): ``compare.parquet``, ``sample.parquet``, ``manifest.json``.
-    Awaiting labels: ``sample.parquet``, ``annotation_task.csv`` / ``.jsonl`` and the manifest
+    Awaiting labels: ``sample.parquet``, ``annotation_task.csv`` / ``.jsonl`` (each awaiting key
+    with ``items``, its item columns, see :func:`annotation_items`) and the manifest
     (``awaiting_labels: true``). The run id hashes the systems' fingerprints, the parameters, the
     exhaustive sample and the drawn items' labels: a rerun with the same inputs and labels finds
     the committed run and writes nothing; new labels make a new run.
@@ -285,7 +301,8 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     task_url = None
     results = None
     if missing:
-        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting), run.url, storage_options=storage_options)
+        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting, items), run.url,
+                                             storage_options=storage_options)
     else:
         run.write_table("compare.parquet", frame)
         results = frame[["system", "precision", "precision_ci_low", "precision_ci_high", "recall", "pooled_recall", "n_samples"]]
@@ -330,7 +347,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
         "annotation_task": task_url,
         "versions": versions(),
         "timings": drawn.stats["seconds"],
-        "bytes_read": drawn.stats["bytes_read"],
+        "bytes_read": {**drawn.stats["bytes_read"], "items": int(0 if items is None else items.attrs.get("bytes_read", 0))},
         "dask": {"join_tasks": drawn.stats["join_tasks"], "buckets": drawn.stats["buckets"]},
     }
     return commit_run(run, manifest, missing, task_url)

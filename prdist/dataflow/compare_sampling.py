@@ -5,8 +5,9 @@ DESIGN. Runs once, in the user's session: :func:`system_weights` (the per-row-gr
 semi-join and of the bucket summaries, and :func:`draw_sample`, which chains them. Runs many
 times, in tasks (through :mod:`prdist.dataflow.executor`; ``client=None``: in-process):
 :func:`_totals_task` and :func:`_draw_task` (one per partition or file), :func:`_join_task` (one
-per partition of every system) and :func:`_bucket_task` (one per hash bucket). Every task reads
-with :func:`_read_weighted`, the one place a row's weight w(x) is computed.
+per partition of every system), :func:`_bucket_task` (one per hash bucket) and, for the drawn
+keys awaiting labels, :func:`_items_task` (one per file holding one). Every task of the first four
+reads with :func:`_read_weighted`, the one place a row's weight w(x) is computed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .._validation import check_int
 from ..errors import DataError, ParameterError
@@ -43,6 +45,8 @@ __all__ = [
     "SystemWeights",
     "draw_items",
     "draw_sample",
+    "item_column_names",
+    "item_columns",
     "join_sample",
     "system_weights",
 ]
@@ -320,13 +324,15 @@ def _join_task(partition: Partition, fs, key: str, score: str, spec: _WeightSpec
                wanted: pd.Index, buckets: int):
     """One partition of one system: its rows with a wanted key, and its support hashed into buckets.
 
-    Returns ((keys, scores, w) of the matching rows, [(keys, w) of bucket b for b in range(buckets)]).
+    Returns ((keys, scores, w, row group, row) of the matching rows, [(keys, w) of bucket b for b
+    in range(buckets)]); "row group" indexes ``Resource.row_groups``, "row" counts inside it.
     """
     matched, pieces = [], [[] for _ in range(buckets)]
-    for group in row_groups_of(fs, partition, names):
+    for i, group in enumerate(row_groups_of(fs, partition, names)):
         keys, scores, w = _read_weighted(group, spec, key, score, with_keys=True, with_scores=True)
-        hit = wanted.get_indexer(keys) >= 0
-        matched.append((keys[hit], scores[hit], w[hit]))
+        hit = np.flatnonzero(wanted.get_indexer(keys) >= 0)
+        unit = np.full(hit.size, partition.units[i], dtype=np.int64)
+        matched.append((keys[hit], scores[hit], w[hit], unit, hit.astype(np.int64)))
         support = w > 0
         support_keys, support_w = keys[support], w[support]
         bucket = (key_hash(support_keys) % np.uint64(buckets)).astype(np.intp)
@@ -336,7 +342,7 @@ def _join_task(partition: Partition, fs, key: str, score: str, spec: _WeightSpec
             rows = order[bounds[b]:bounds[b + 1]]
             if rows.size:
                 pieces[b].append((support_keys[rows], support_w[rows]))
-    match = tuple(np.concatenate([m[i] for m in matched]) for i in range(3))
+    match = tuple(np.concatenate([m[i] for m in matched]) for i in range(5))
     return match, [_concat_pieces(p) for p in pieces]
 
 
@@ -392,6 +398,10 @@ class DrawnSample:
         whether some system holds it with positive probability.
     stats : dict
         Seconds, bytes read, tasks and buckets of every step.
+    locations : ndarray of int64, shape (U, m, 2), optional
+        Where every drawn key is in every system: its row group (an index of
+        ``Resource.row_groups``) and its row inside it; -1 where the system does not output it.
+        :func:`item_columns` reads the item columns there.
     """
 
     sample: JointSample
@@ -400,11 +410,12 @@ class DrawnSample:
     sizes: np.ndarray
     extra_in_pool: np.ndarray | None
     stats: dict
+    locations: np.ndarray | None = None
 
 
 def join_sample(systems, weights, draws, *, extra_keys=None, client=None,
                 partition_rows: int = DEFAULT_PARTITION_ROWS,
-                bucket_rows: int = DEFAULT_BUCKET_ROWS) -> tuple[JointSample, np.ndarray, np.ndarray | None, dict]:
+                bucket_rows: int = DEFAULT_BUCKET_ROWS) -> tuple[JointSample, np.ndarray, np.ndarray, np.ndarray | None, dict]:
     """Join the draws with every system in one distributed pass.
 
     Every partition of every system (a) keeps its rows whose key is among the broadcast sampled
@@ -434,6 +445,8 @@ def join_sample(systems, weights, draws, *, extra_keys=None, client=None,
         Unlabeled; keys in order of first draw (system by system), as
         :meth:`prdist.importance.JointSample.from_draws` orders them.
     scores : ndarray of float64, shape (U, m)
+    locations : ndarray of int64, shape (U, m, 2)
+        Row group and row of every drawn key in every system (-1: absent), see :class:`DrawnSample`.
     extra_in_pool : ndarray of bool or None
     stats : dict
     """
@@ -458,7 +471,7 @@ def join_sample(systems, weights, draws, *, extra_keys=None, client=None,
                                           broadcast={"wanted": universe, "buckets": buckets})
     normalisers = np.array([w.normaliser for w in weights])
     overlaps, patterns = _bucket_summaries(bucket_results, systems, normalisers)
-    scores, w_matrix = _semi_join(matches, owners, systems, universe)
+    scores, w_matrix, locations = _semi_join(matches, owners, systems, universe)
 
     u = len(drawn)
     probabilities = w_matrix[:u] / normalisers
@@ -490,7 +503,7 @@ def join_sample(systems, weights, draws, *, extra_keys=None, client=None,
         "tasks": len(owners),
         "buckets": buckets,
     }
-    return sample, scores[:u], extra_in_pool, stats
+    return sample, scores[:u], locations[:u], extra_in_pool, stats
 
 
 def _duplicate_key_error(system: System, key) -> DataError:
@@ -512,11 +525,13 @@ def _bucket_summaries(bucket_results, systems, normalisers: np.ndarray) -> tuple
     return overlaps, patterns
 
 
-def _semi_join(matches, owners: list[int], systems, universe: pd.Index) -> tuple[np.ndarray, np.ndarray]:
-    """The score (NaN: absent) and the weight of every wanted key in every system, (U, m) each."""
+def _semi_join(matches, owners: list[int], systems, universe: pd.Index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The score (NaN: absent) and the weight of every wanted key in every system, (U, m) each,
+    and its (row group, row), (U, m, 2) (-1: absent)."""
     m = len(systems)
     scores = np.full((len(universe), m), np.nan)
     w_matrix = np.zeros((len(universe), m))
+    locations = np.full((len(universe), m, 2), -1, dtype=np.int64)
     for j in range(m):
         parts = [match for match, owner in zip(matches, owners) if owner == j]
         keys = np.concatenate([p[0] for p in parts])
@@ -526,7 +541,115 @@ def _semi_join(matches, owners: list[int], systems, universe: pd.Index) -> tuple
         rows = universe.get_indexer(keys)
         scores[rows, j] = np.concatenate([p[1] for p in parts])
         w_matrix[rows, j] = np.concatenate([p[2] for p in parts])
-    return scores, w_matrix
+        locations[rows, j, 0] = np.concatenate([p[3] for p in parts])
+        locations[rows, j, 1] = np.concatenate([p[4] for p in parts])
+    return scores, w_matrix, locations
+
+
+# --------------------------------------------------------------------------------------------
+# Item columns: what an annotator reads about a drawn key
+# --------------------------------------------------------------------------------------------
+
+
+def item_column_names(resource) -> list[str]:
+    """The columns of a system that describe its items: all but the key, the score and ``label``
+    (a truth column, in simulations, must never reach an annotator)."""
+    return [c for c in resource.schema.names if c not in (resource.key, resource.score, "label")]
+
+
+def _items_task(item, fs, key: str, columns: list[str], names: dict):
+    """Read ``columns`` at the given rows of the row groups of one file; return (positions, frame).
+
+    The key is read too and must be the one the join found there: a file replaced since would
+    otherwise lend another item's columns.
+    """
+    (path, groups), footer = item
+    display = names[path]
+    positions, frames = [], []
+    with open_parquet(fs, path, display=display, footer=footer) as parquet:
+        for index, rows, wanted_positions, expected in groups:
+            group = RowGroupReader(parquet, index, display)
+            table = group.read([key, *columns]).take(pa.array(rows))
+            where = group.where
+            if not np.array_equal(keys_of(table, key, where), expected):
+                raise DataError(f"{where} changed while it was read: its rows hold other keys than the join found. "
+                                "Compare a stable snapshot of every system.")
+            positions.append(wanted_positions)
+            frames.append(table.select(columns).to_pandas(types_mapper=_nullable_integers))
+    return np.concatenate(positions), pd.concat(frames, ignore_index=True)
+
+
+def _nullable_integers(dtype: pa.DataType):
+    # Integer columns stay integers where another system's items lack them (NaN would make 7 "7.0").
+    return pd.Int64Dtype() if pa.types.is_integer(dtype) and not pa.types.is_uint64(dtype) else None
+
+
+def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None) -> pd.DataFrame:
+    """The item columns of the drawn keys ``wanted``, read where the join found them.
+
+    Every key's columns come from the *first* system (in the order given) that outputs it, whole:
+    where two systems output one key with different item columns, the first system's values are
+    taken, and a column only a later system has stays empty for that key. Only the row groups
+    holding a wanted key in its first system are read, and only the key and item columns of those
+    (:func:`item_column_names`): a targeted pass after the join, so that a rerun whose drawn items
+    are all labeled reads nothing.
+
+    Parameters
+    ----------
+    systems : sequence of System
+        The systems of ``drawn``, in its order.
+    drawn : DrawnSample
+        With ``locations`` (from :func:`draw_sample`).
+    wanted : ndarray of bool, shape (U,)
+        Which drawn keys (``drawn.sample.keys``) to describe.
+    client : distributed.Client, optional
+        One task per file holding wanted rows; default in-process.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per wanted key, in the order of ``drawn.sample.keys``: the union of the systems'
+        item columns (the first system's first). ``attrs["bytes_read"]``: compressed bytes read.
+    """
+    systems = tuple(systems)
+    wanted = np.asarray(wanted, dtype=bool)
+    if drawn.locations is None or wanted.shape != drawn.sample.keys.shape:
+        raise ParameterError("item_columns needs a DrawnSample from draw_sample and one flag per drawn key.")
+    chosen = np.flatnonzero(wanted)
+    locations = drawn.locations[chosen]
+    # Every drawn key is in the system that drew it, so some system holds each.
+    first = np.argmax(locations[:, :, 0] >= 0, axis=1)
+    found, frames, bytes_read = [], [], 0
+    for j, system in enumerate(systems):
+        columns, mine = item_column_names(system.resource), np.flatnonzero(first == j)
+        if not columns or not mine.size:
+            continue
+        res = system.resource
+        items, units = _item_reads(res, locations[mine, j], mine, drawn.sample.keys[chosen[mine]])
+        for positions, frame in run_tasks(client, _items_task, items, res.fs, res.key, columns, displays(res)):
+            found.append(positions)
+            frames.append(frame)
+        bytes_read += res.bytes_of(units, [res.key, *columns])
+    if not frames:
+        out = pd.DataFrame(index=range(chosen.size))
+    else:
+        out = pd.concat(frames, ignore_index=True, sort=False)
+        out.index = np.concatenate(found)
+        out = out.sort_index().reset_index(drop=True)
+    out.attrs["bytes_read"] = int(bytes_read)
+    return out
+
+
+def _item_reads(res, locations: np.ndarray, positions: np.ndarray, keys: np.ndarray) -> tuple[list, list[int]]:
+    """The tasks of :func:`item_columns` for one system: one per file, ((path, groups), footer)
+    with groups [(row-group index, rows, positions, keys)], and the row groups read."""
+    by_file: dict[int, list] = {}
+    order = np.argsort(locations[:, 0], kind="stable")
+    units, starts = np.unique(locations[order, 0], return_index=True)
+    for unit, at in zip(units.tolist(), np.split(order, starts[1:])):
+        rg = res.row_groups[unit]
+        by_file.setdefault(rg.file, []).append((rg.index, locations[at, 1], positions[at], keys[at]))
+    return [((res.files[f], groups), res.footer(f)) for f, groups in by_file.items()], units.tolist()
 
 
 def draw_sample(systems, params: CompareParams, *, extra_keys=None, client=None,
@@ -568,7 +691,7 @@ def draw_sample(systems, params: CompareParams, *, extra_keys=None, client=None,
         bytes_read["draw"] += read
     seconds["draw"] = time.perf_counter() - started
 
-    sample, scores, in_pool, join_stats = join_sample(
+    sample, scores, locations, in_pool, join_stats = join_sample(
         systems, weights, draws, extra_keys=extra_keys, client=client,
         partition_rows=partition_rows, bucket_rows=bucket_rows,
     )  # fmt: skip
@@ -576,6 +699,7 @@ def draw_sample(systems, params: CompareParams, *, extra_keys=None, client=None,
     bytes_read["join"] = join_stats["bytes_read"]
     stats = {"seconds": seconds, "bytes_read": bytes_read, "join_tasks": join_stats["tasks"], "buckets": join_stats["buckets"]}
     scores.setflags(write=False)
-    return DrawnSample(sample, scores, weights, sizes, in_pool, stats)
+    locations.setflags(write=False)
+    return DrawnSample(sample, scores, weights, sizes, in_pool, stats, locations)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "EvaluationParams",
     "bands",
     "with_band_arm",
+    "with_worst_case",
     "Estimate",
     "PlannedRanks",
     "estimate",
@@ -181,7 +182,9 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; dropping items
     still awaiting labels could bias it, so bands wait for them. Items nobody can judge
     (``settled``: True where the unknown label will never come) are left out under the stated
-    assumption that they are missing at random; ``attrs`` record how many.
+    assumption that they are missing at random, and the worst case without that assumption is
+    added: see :func:`with_worst_case`. ``attrs`` record how many were left out. With no such
+    item the table is the bands alone (no worst-case columns: there is no assumption to bound).
     """
     from .bands import bootstrap_bands  # distributed: imported by the step that needs it
 
@@ -194,15 +197,59 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
         return None
     scores = items["score"].to_numpy(dtype=np.float64)[planned.in_band_arm]
     # The arm was drawn from SeedSequence([seed, 0xBA7D5]); the replicates use SeedSequence(seed).
+    options = dict(delta=params.delta, replicates=params.replicates, seed=params.seed, client=client)
     try:
-        out = bootstrap_bands(scores[~never], arm_labels[~never], delta=params.delta, replicates=params.replicates,
-                              seed=params.seed, client=client)
+        out = bootstrap_bands(scores[~never], arm_labels[~never], **options)
     except DataError:
         # A degenerate arm (one class, too few positives, constant scores) has no PR curve to
         # band; the run still completes, its manifest saying the bands are unavailable.
         return None
     out.attrs.update(cannot_judge_left_out=int(never.sum()),
                      assumption="items nobody can judge are missing at random" if never.any() else "none")
+    if not never.any():
+        return out
+    # Imputing adds items of one class to an arm that already has both: never degenerate.
+    imputed = [bootstrap_bands(scores, np.where(never, fill, arm_labels), **options) for fill in (0.0, 1.0)]
+    return with_worst_case(out, *imputed)
+
+
+def with_worst_case(bands: pd.DataFrame, if_incorrect: pd.DataFrame, if_correct: pd.DataFrame) -> pd.DataFrame:
+    """Add ``precision_worst_low`` / ``precision_worst_high`` to missing-at-random ``bands``.
+
+    ``if_incorrect`` and ``if_correct`` are the bands of the same arm (same seed, same recall
+    grid) with every item nobody can judge labeled 0 and 1. The worst-case columns are, at each
+    recall level, the lowest ``band_lower`` and the highest ``band_upper`` of the three. Taken
+    pointwise over recall because imputing moves recall as well as precision (an item made
+    correct joins the positives, so every recall level shifts): neither imputation is the lower
+    or the upper one at every level. No assumption on the unjudged items is needed for these
+    limits, only the bootstrap's own. ``attrs`` gain the figures (mean band widths, the
+    prevalence under each imputation) and a sentence saying what the columns are.
+
+    Examples
+    --------
+    >>> grid = {"recall": [0.1, 0.5]}
+    >>> mar = pd.DataFrame({**grid, "band_lower": [0.5, 0.4], "band_upper": [0.9, 0.8]})
+    >>> low = pd.DataFrame({**grid, "band_lower": [0.4, 0.45], "band_upper": [0.8, 0.7]})
+    >>> high = pd.DataFrame({**grid, "band_lower": [0.6, 0.5], "band_upper": [0.95, 0.85]})
+    >>> with_worst_case(mar, low, high)[["precision_worst_low", "precision_worst_high"]].values.tolist()
+    [[0.4, 0.95], [0.4, 0.85]]
+    """
+    frames = (bands, if_incorrect, if_correct)
+    if not all(np.array_equal(f["recall"].to_numpy(), bands["recall"].to_numpy()) for f in frames):
+        raise RuntimeError("with_worst_case needs bands on one recall grid")  # an internal bug, not bad input
+    out = bands.copy()
+    out["precision_worst_low"] = np.minimum.reduce([f["band_lower"].to_numpy(dtype=np.float64) for f in frames])
+    out["precision_worst_high"] = np.maximum.reduce([f["band_upper"].to_numpy(dtype=np.float64) for f in frames])
+    out.attrs = dict(bands.attrs)
+    out.attrs.update(
+        worst_case=("precision_worst_low / precision_worst_high: at each recall level, the lowest lower and the "
+                    "highest upper simultaneous band with the items nobody can judge missing at random, all "
+                    "incorrect and all correct (no assumption on those items)"),
+        band_mean_width=float(np.mean(out["band_upper"] - out["band_lower"])),
+        worst_mean_width=float(np.mean(out["precision_worst_high"] - out["precision_worst_low"])),
+        prevalence_if_incorrect=if_incorrect.attrs.get("prevalence"),
+        prevalence_if_correct=if_correct.attrs.get("prevalence"),
+    )
     return out
 
 

@@ -292,13 +292,17 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
     ``fmt`` is csv, jsonl, parquet or label-studio (default: from the suffix of ``out``; .json
     means label-studio). Label Studio gets tasks ``{"data": {key, every item column}}`` and, beside
     ``out``, ``<out>.xml``: a labeling config with the choices correct / incorrect / cannot judge
-    (skipping a task also means cannot judge). Score and rank are left out unless ``show_score``.
-    A run with nothing to annotate writes an empty task with the same columns.
+    (skipping a task also means cannot judge). What the systems say about an item is left out
+    unless ``show_score``, because it biases the verdict: score and rank of a ``prdist run``, and
+    of a ``prdist compare`` each system's ``score_<system>``, the ``systems`` that output the item
+    and its ``draws`` (which follow the scores under top-k and score-power sampling). A run with
+    nothing to annotate writes an empty task with the same columns.
     """
     fs, task_path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
-    run_fs, manifest = filesystem(join_url(run_dir, "manifest.json"), storage_options)
-    if not exists(run_fs, manifest, where=run_dir):
-        raise InputError(f"{run_dir!r} is not a committed run directory (no manifest.json). Name a directory printed by 'prdist run'.")
+    run_fs, manifest_path = filesystem(join_url(run_dir, "manifest.json"), storage_options)
+    if not exists(run_fs, manifest_path, where=run_dir):
+        raise InputError(f"{run_dir!r} is not a committed run directory (no manifest.json). "
+                         "Name a directory printed by 'prdist run' or 'prdist compare'.")
     fmt = fmt or EXPORT_FORMATS.get(PurePosixPath(out).suffix.lower())
     if fmt not in EXPORT_FORMATS.values():
         raise InputError(f"The annotation file {out!r} must end in .csv, .jsonl, .parquet or .json (Label Studio), or give --format.")
@@ -308,7 +312,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
     else:
         task = pd.DataFrame(columns=["rank", "key", "score", "label"])
     if not show_score:
-        task = task.drop(columns=[c for c in _SCORE_COLUMNS if c in task.columns])
+        task = task.drop(columns=[c for c in _biasing_columns(run_fs, manifest_path, run_dir) if c in task.columns])
     target = resolve(out, storage_options=storage_options)
     check_regular_file(target.fs, target.path, where=target, role="annotation file")  # replaced only if a file
     if fmt == "label-studio":
@@ -330,6 +334,20 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
 
     publish(target, write, exclusive=False)  # whole or not at all
     return len(task)
+
+
+def _biasing_columns(fs, manifest_path: str, run_dir: str) -> list[str]:
+    """The task columns that tell an annotator what the systems think of an item (see
+    :func:`write_annotation_file`): a run's score and rank; a comparison's scores, systems and draws."""
+    with storage_errors(run_dir, action="read"), fs.open(manifest_path, "rb") as fh:
+        try:
+            manifest = json.load(fh)
+        except ValueError:
+            raise DataError(f"The manifest.json of {run_dir!r} is not JSON. Run the command that made it again.") from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != "compare":
+        return list(_SCORE_COLUMNS)
+    names = [s.get("name") for s in manifest.get("systems") or [] if isinstance(s, dict)]
+    return [*_SCORE_COLUMNS, "systems", "draws", *(f"score_{name}" for name in names)]
 
 
 def label_studio_config(columns) -> str:
