@@ -1041,5 +1041,32 @@ def main(argv=None) -> int:
         return EXIT_FAILURE
 
 
+def console_main() -> None:
+    """The ``prdist`` command: :func:`main`, then an exit that skips interpreter finalisation.
+
+    pyarrow's C++ thread pools can abort the process while the interpreter finalises, after the
+    command has done all its work and printed its result: "terminate called without an active
+    exception", exit 134 (apache/arrow#34314 and #39862, open upstream). Here it ended 1 of 96
+    runs when 8 ran at once on 2 cores. So the command flushes its output, runs the atexit
+    handlers (logging's, Prefect's log and event workers'), and leaves with ``os._exit``: the
+    exit code is the command's, and the race with finalisation is never entered. Tests and
+    notebooks call :func:`main`, which returns normally.
+    """
+    import atexit
+
+    code = main()
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # a reader that went away (`prdist budget | head`)
+        pass
+    atexit._run_exitfuncs()  # what finalisation would run first, in the same order
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 from cli_run import cli
+from prdist.cli import main
 from small_release import ranked_scores_and_labels, write_release
 
 ROOT = Path(__file__).parent.parent
@@ -185,3 +186,32 @@ def test_a_temporary_server_that_does_not_come_up_in_time_is_one_line_naming_the
     ours = [line for line in done.stderr.splitlines() if line.startswith("prdist")]
     assert len(ours) == 1 and "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in ours[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _console(tmp_path, *argv: str, before: str = "") -> subprocess.CompletedProcess:
+    """``prdist ARGV`` through the console entry point, after ``before`` (Python) in the same process."""
+    code = f"import sys\n{before}\nfrom prdist.cli import console_main\nsys.argv = ['prdist', *{list(argv)!r}]\nconsole_main()\n"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+
+
+def test_the_command_exits_with_its_code_after_its_output_and_atexit_handlers(tmp_path, capsys):
+    # console_main leaves by os._exit (pyarrow's thread pools can abort interpreter finalisation):
+    # nothing that finalisation would have done for the command may be lost.
+    marker = tmp_path / "atexit-ran"
+    before = f"import atexit, pathlib\natexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('yes'))"
+    done = _console(tmp_path, "budget", "--n", "1000000000", before=before)
+    assert main(["budget", "--n", "1000000000"]) == 0
+    assert done.returncode == 0 and done.stdout == capsys.readouterr().out  # every line, flushed
+    assert marker.read_text() == "yes"
+    bad = _console(tmp_path, "budget", "--n", "0")
+    assert bad.returncode == 2 and bad.stderr.startswith("prdist: error: The '--n' parameter") and bad.stdout == ""
+
+
+def test_a_reader_that_goes_away_is_not_a_failure_of_the_command(tmp_path):
+    code = "import sys\nfrom prdist.cli import console_main\nsys.argv = ['prdist', 'budget', '--n', '1000000000']\nconsole_main()\n"
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, cwd=tmp_path)
+    process.stdout.close()  # gone before the command writes a line (`prdist budget | head -0`)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0 and b"Traceback" not in err and b"Exception" not in err, err
