@@ -70,7 +70,11 @@ empirical distribution (:class:`EmpiricalLaw`, exact) or, smoothed, that distrib
 with N(0, h^2) (:class:`SmoothedLaw`): a table built once in O(n + nodes) whose error is at most
 phi(1) / (4 R^2) in every probability, R nodes per bandwidth chosen so that no expected count of
 a replicate moves by more than a thousandth of an item: the bands move by far less than 1 % of
-their width (the derivation is in :class:`SmoothedLaw`).
+their width (the derivation is in :class:`SmoothedLaw`). The two laws are tabulated side by side
+where the replicates are drawn, from their :class:`LawSource` (on a cluster, each on a worker).
+What remains of a call is O(n) work on the sample (fitting the empirical curve, the bandwidth)
+and, for the bands, weighted quantiles over the replicates (a selection when the weights are
+equal, as they are unless the importance sampling reweights).
 
 **Determinism.** Replicates are grouped into batches whose sizes depend only on ``replicates``
 (:func:`replicate_batch_sizes`); batch i draws from child i of
@@ -90,7 +94,8 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -105,6 +110,7 @@ __all__ = [
     "BootstrapWarning",
     "BootstrapSetup",
     "EmpiricalLaw",
+    "LawSource",
     "ReplicateBatch",
     "BootstrapReplicates",
     "bootstrap_bands",
@@ -119,6 +125,7 @@ __all__ = [
     "run_replicate_batch",
     "run_replicate_batches",
     "SmoothedLaw",
+    "tabulate_laws",
     "map_batches_in_process",
     "silverman_bandwidth",
     "weighted_quantile",
@@ -443,10 +450,7 @@ class SmoothedLaw:
     def fit(cls, sorted_scores: np.ndarray, bandwidth: float, *, total_items: int) -> SmoothedLaw:
         """Tabulate the smoothed law of ``sorted_scores`` for a bootstrap of ``total_items``."""
         lowest, highest = float(sorted_scores[0]), float(sorted_scores[-1])
-        spread = (highest - lowest) / bandwidth + 2.0 * (_KERNEL_REACH + 1.0)  # in bandwidths
-        per_bandwidth = math.ceil(math.sqrt(_PHI_AT_ONE * total_items / (4.0 * _COUNT_ERROR)))
-        # Capped by the table size: for scores spread over more than 2^20 bandwidths, R < 1.
-        per_bandwidth = min(per_bandwidth, _MAX_TABLE_NODES / spread)
+        per_bandwidth = _nodes_per_bandwidth(lowest, highest, bandwidth, total_items)
         step = bandwidth / per_bandwidth
         reach = math.ceil(_KERNEL_REACH * per_bandwidth)
         start = lowest - (reach + 1) * step
@@ -482,21 +486,85 @@ class SmoothedLaw:
         return below + (position - left) * (self.cumulative[left + 1] - below)
 
 
+def _nodes_per_bandwidth(lowest: float, highest: float, bandwidth: float, total_items: int):
+    """The table resolution R of :class:`SmoothedLaw` (nodes per bandwidth)."""
+    spread = (highest - lowest) / bandwidth + 2.0 * (_KERNEL_REACH + 1.0)  # in bandwidths
+    per_bandwidth = math.ceil(math.sqrt(_PHI_AT_ONE * total_items / (4.0 * _COUNT_ERROR)))
+    # Capped by the table size: for scores spread over more than 2^20 bandwidths, R < 1.
+    return min(per_bandwidth, _MAX_TABLE_NODES / spread)
+
+
 def _smoothed_law(start: float, step: float, cumulative: np.ndarray, error_bound: float):
     """The :class:`SmoothedLaw` with nodes ``start + step * i`` (how it is built and unpickled)."""
     return SmoothedLaw(start + step * np.arange(cumulative.size), step, cumulative, error_bound)
 
 
 @dataclass(frozen=True, eq=False)
-class BootstrapSetup:
-    """Everything a worker needs to draw replicates: the two class laws and the tuning.
+class LawSource:
+    """What one class's resampling law is tabulated from: its sorted scores, h and n.
 
-    Built by :func:`bootstrap_replicates`; small enough to scatter once to every worker.
+    A :class:`BootstrapSetup` holds the two sources until :func:`tabulate_laws`. They are the
+    lighter thing to ship (8 bytes per item; at n = 10^6 half the bytes of the smoothed tables),
+    so a cluster sends each to one worker and tabulates the two laws there side by side
+    (:mod:`prdist.dataflow.bands`).
 
     Attributes
     ----------
-    positive_law, negative_law : EmpiricalLaw or SmoothedLaw
-        What a resampled positive (negative) score is drawn from: ``quantile(u)`` and ``cdf(t)``.
+    sorted_scores : ndarray of shape (m,)
+        The class's scores, increasing.
+    bandwidth : float
+        Smoothing bandwidth h: a :class:`SmoothedLaw` if > 0, else the :class:`EmpiricalLaw`.
+    total_items : int
+        Size n of the bootstrap samples: it sets the smoothed table's resolution.
+    """
+
+    sorted_scores: np.ndarray
+    bandwidth: float
+    total_items: int
+
+    def tabulate(self) -> EmpiricalLaw | SmoothedLaw:
+        """The law (the same bits wherever it is tabulated)."""
+        if self.bandwidth > 0.0:
+            return SmoothedLaw.fit(self.sorted_scores, self.bandwidth, total_items=self.total_items)
+        return EmpiricalLaw.fit(self.sorted_scores)
+
+    @property
+    def error_bound(self) -> float:
+        """The tabulated cdf's error bound (:class:`SmoothedLaw`), known before tabulating."""
+        if self.bandwidth == 0.0:
+            return 0.0
+        lowest, highest = float(self.sorted_scores[0]), float(self.sorted_scores[-1])
+        per_bandwidth = _nodes_per_bandwidth(lowest, highest, self.bandwidth, self.total_items)
+        return _PHI_AT_ONE / (4.0 * per_bandwidth**2)
+
+
+def tabulate_laws(setup: BootstrapSetup) -> BootstrapSetup:
+    """``setup`` with its class laws tabulated, the two side by side; as it is if they are."""
+    laws = (setup.positive_law, setup.negative_law)
+    if not any(isinstance(law, LawSource) for law in laws):
+        return setup
+    # Independent tables whose FFTs and cumulative sums release the GIL.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        positive, negative = pool.map(_tabulated, laws)
+    return replace(setup, positive_law=positive, negative_law=negative)
+
+
+def _tabulated(law):
+    return law.tabulate() if isinstance(law, LawSource) else law
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapSetup:
+    """Everything a worker needs to draw replicates: the two class laws and the tuning.
+
+    Built by :func:`bootstrap_replicates` with the laws' sources, tabulated where the replicates
+    are drawn (:func:`tabulate_laws`).
+
+    Attributes
+    ----------
+    positive_law, negative_law : LawSource, EmpiricalLaw or SmoothedLaw
+        What a resampled positive (negative) score is drawn from: ``quantile(u)`` and ``cdf(t)``
+        once tabulated.
     n_positive, n_negative : int
         Class sizes of the sample.
     beta : ndarray of shape (k,)
@@ -560,7 +628,8 @@ def run_replicate_batch(
     """Draw ``size`` bootstrap replicates from ``seed`` and evaluate their PR curves.
 
     Pure and deterministic: the same (setup, size, seed) gives the same bits in any process of
-    the same platform.
+    the same platform. A setup holding the laws' sources has them tabulated first (for many
+    batches, :func:`run_replicate_batches` tabulates once).
 
     Parameters
     ----------
@@ -574,6 +643,7 @@ def run_replicate_batch(
     -------
     ReplicateBatch
     """
+    setup = tabulate_laws(setup)
     rng = np.random.default_rng(seed)
     n_pos, redraws = _draw_positive_counts(setup, rng, size)
     false_positives = _draw_false_positives(setup, rng, n_pos)
@@ -587,7 +657,9 @@ def run_replicate_batches(setup: BootstrapSetup, sizes, seeds) -> ReplicateBatch
 
     What one cluster task runs: a share of consecutive batches, so that the number of tasks can
     follow the number of workers while the batches, and so the bits, follow ``replicates`` only.
+    The laws are tabulated once for all of them if ``setup`` holds their sources.
     """
+    setup = tabulate_laws(setup)
     return join_batches([run_replicate_batch(setup, k, seed) for k, seed in zip(sizes, seeds)])
 
 
@@ -903,12 +975,8 @@ def _prepare(
         h = 0.0
         rate = None if method == STRATIFIED else prevalence
 
-    pos, neg = curve.positive_scores, curve.negative_scores
-    if h > 0.0:
-        laws = [SmoothedLaw.fit(scores, h, total_items=n) for scores in (pos, neg)]
-        _warn_if_coarse(laws, n)
-    else:
-        laws = [EmpiricalLaw.fit(scores) for scores in (pos, neg)]
+    laws = [LawSource(s, h, n) for s in (curve.positive_scores, curve.negative_scores)]
+    _warn_if_coarse(laws, n)
     setup = BootstrapSetup(
         positive_law=laws[0],
         negative_law=laws[1],
@@ -925,7 +993,7 @@ def _prepare(
     return setup, seed_seq, replicate_batch_sizes(replicates), curve
 
 
-def _warn_if_coarse(laws: list[SmoothedLaw], n: int) -> None:
+def _warn_if_coarse(laws: list[LawSource], n: int) -> None:
     moved = n * max(law.error_bound for law in laws)
     if moved > 1.0:
         warnings.warn(

@@ -91,6 +91,9 @@ def test_tasks_follow_the_workers_while_batches_and_bits_do_not(clients, sample)
         tasks = [t for t in stream.data if str(t["key"]).startswith("replicate_batches")]
         assert len(tasks) == min(batches, TASKS_PER_THREAD * workers)
         assert len({task["worker"] for task in tasks}) == workers
+        # Each class law tabulated once, on its own worker when there are two.
+        laws = [t for t in stream.data if str(t["key"]).startswith("tabulate_")]
+        assert len(laws) == 2 and len({task["worker"] for task in laws}) == workers
     assert all(released(client) for client in clients.values())
 
 

@@ -59,7 +59,7 @@ def binormal(prevalence, *, shift=1.0):
 
 
 def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandwidth=None):
-    """The BootstrapSetup that bootstrap_bands would scatter for this sample."""
+    """The BootstrapSetup that bootstrap_bands would draw replicates from, its laws tabulated."""
     setup, _, _, _ = bootstrap._prepare(
         scores,
         labels,
@@ -72,7 +72,7 @@ def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandw
         bandwidth=bandwidth,
         instrumental_rate=None,
     )
-    return setup
+    return bootstrap.tabulate_laws(setup)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,6 +134,21 @@ def test_smoothed_law_pickles_without_its_nodes_and_comes_back_bit_for_bit():
     for field in ("nodes", "cumulative"):
         np.testing.assert_array_equal(getattr(copy, field), getattr(law, field))
     assert (copy.step, copy.error_bound) == (law.step, law.error_bound)
+
+
+@pytest.mark.parametrize("bandwidth", [0.0, 0.1])
+def test_a_law_source_tabulates_the_law_and_knows_its_error_bound_before(bandwidth):
+    scores = np.sort(binormal(0.3).sample(3000, seed=1)[0])
+    source = bootstrap.LawSource(scores, bandwidth, 100_000)
+    law = source.tabulate()
+    if bandwidth:
+        fitted = bootstrap.SmoothedLaw.fit(scores, bandwidth, total_items=100_000)
+        assert source.error_bound == law.error_bound == fitted.error_bound > 0.0
+        np.testing.assert_array_equal(law.cumulative, fitted.cumulative)
+    else:
+        assert isinstance(law, bootstrap.EmpiricalLaw) and source.error_bound == 0.0
+    setup = make_setup(*binormal(0.3).sample(500, seed=2))
+    assert bootstrap.tabulate_laws(setup) is setup  # tabulated laws are kept as they are
 
 
 def test_scores_spread_over_millions_of_bandwidths_warn_and_keep_the_table_small():

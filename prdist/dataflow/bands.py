@@ -5,8 +5,11 @@ class laws and the tuning) and a list of seeded batches, and hands them to a ``m
 function; :func:`submit_replicate_batches` is the one that runs them on the workers of a
 ``distributed.Client``, through :func:`prdist.dataflow.executor.start_all`:
 
-1. the setup is sent once to every worker (a smoothed law pickles without its evenly spaced
-   nodes: 4.4 MB at n = 10^5), so each task carries only its batches' sizes and seeds;
+1. each class's scores (a :class:`~prdist.bootstrap.LawSource`) are sent to one worker, which
+   tabulates that class's law: the two laws side by side on two workers, and the client, which
+   would otherwise tabulate both before any worker starts, does neither. Every worker then fetches
+   the law it lacks (a smoothed law pickles without its evenly spaced nodes: 8 MB at n = 10^6);
+   the rest of the setup (the grid, the tuning) is sent once to every worker;
 2. the batches are dealt, in order, into :data:`TASKS_PER_THREAD` tasks per worker thread; a task
    runs :func:`prdist.bootstrap.run_replicate_batches` on its share, batch i drawing from child i
    of ``SeedSequence(seed).spawn(k)`` (the same pure function the core calls in-process);
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import uuid
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,9 +41,17 @@ import pandas as pd
 from distributed import Client
 
 from .. import bootstrap
-from ..bootstrap import BootstrapReplicates, BootstrapSetup, ReplicateBatch, run_replicate_batches
+from ..bootstrap import (
+    BootstrapReplicates,
+    BootstrapSetup,
+    EmpiricalLaw,
+    LawSource,
+    ReplicateBatch,
+    SmoothedLaw,
+    run_replicate_batches,
+)
 from ..errors import ParameterError
-from .executor import Started, start_all, worker_threads
+from .executor import Started, gathers_directly, start_all, worker_threads
 
 __all__ = [
     "TASKS_PER_THREAD",
@@ -124,7 +136,7 @@ class PendingBatches:
         return dataclasses.replace(joined, redraws=redraws)
 
     def cancel(self) -> None:
-        """Release the batches and the scattered setup on the cluster."""
+        """Release the batches, the laws and the scattered setup on the cluster."""
         self._started.cancel()
 
 
@@ -152,7 +164,7 @@ def submit_replicate_batches(
     client : distributed.Client
         A connected (synchronous) client.
     setup : BootstrapSetup
-        The sample and tuning, sent once to every worker.
+        The sample and tuning; its laws tabulated on the workers if it holds their sources.
     sizes : sequence of int
         Replicates per batch (:func:`prdist.bootstrap.replicate_batch_sizes`).
     seeds : sequence of numpy.random.SeedSequence
@@ -176,13 +188,31 @@ def submit_replicate_batches(
             f"{len(seeds)} seeds."
         )
     shares = _shares(len(sizes), TASKS_PER_THREAD * worker_threads(client))
+    laws = _tabulated_on_workers(client, setup)
     started = start_all(
         client,
         _replicate_batches,
         [(tuple(sizes[share]), tuple(seeds[share])) for share in shares],
-        broadcast={"setup": setup},
+        broadcast={"setup": dataclasses.replace(setup, positive_law=None, negative_law=None), **laws},
     )
     return PendingBatches(started, [sum(sizes[share]) for share in shares])
+
+
+def _tabulated_on_workers(client: Client, setup: BootstrapSetup) -> dict:
+    """The two class laws as futures, each tabulated on the worker its source is sent to."""
+    sources = client.scatter(  # a list is dealt round-robin: one class per worker
+        [setup.positive_law, setup.negative_law], hash=False, direct=gathers_directly(client)
+    )
+    laws = [client.submit(_tabulated, source, key=f"tabulate_{name}_law-{uuid.uuid4()}")
+            for source, name in zip(sources, ("positive", "negative"))]
+    for source in sources:
+        source.release()  # kept on the cluster while the tabulation needs it
+    return {"positive_law": laws[0], "negative_law": laws[1]}
+
+
+def _tabulated(law: LawSource | EmpiricalLaw | SmoothedLaw) -> EmpiricalLaw | SmoothedLaw:
+    """One task: a class law tabulated from its source (a law already tabulated as it is)."""
+    return law.tabulate() if isinstance(law, LawSource) else law
 
 
 def _shares(batches: int, tasks: int) -> list[slice]:
@@ -192,7 +222,8 @@ def _shares(batches: int, tasks: int) -> list[slice]:
     return [slice(start, stop) for start, stop in zip(bounds, bounds[1:])]
 
 
-def _replicate_batches(share, *, setup: BootstrapSetup) -> ReplicateBatch:
+def _replicate_batches(share, *, setup: BootstrapSetup, positive_law, negative_law) -> ReplicateBatch:
     """One task: a share (sizes, seeds) of consecutive batches, joined."""
     sizes, seeds = share
+    setup = dataclasses.replace(setup, positive_law=positive_law, negative_law=negative_law)
     return run_replicate_batches(setup, sizes, seeds)

@@ -128,17 +128,22 @@ class Started:
 def start_all(client, function, items, *args, broadcast=None) -> Started:
     """Start ``function(item, *args, **broadcast)`` for every item; return without waiting.
 
-    ``broadcast``: keyword arguments every task shares, sent to every worker once. ``client=None``
-    starts nothing: each item runs in this process when :meth:`Started.as_completed` reaches it.
-    Tasks are named after the function (``_replicate_batches`` -> "replicate_batches-...").
+    ``broadcast``: keyword arguments every task shares, sent to every worker once; a
+    ``distributed.Future`` among them (a task's result, already on the cluster) is passed as it
+    is, and released with the tasks. ``client=None`` starts nothing: each item runs in this
+    process when :meth:`Started.as_completed` reaches it. Tasks are named after the function
+    (``_replicate_batches`` -> "replicate_batches-...").
     """
     broadcast = dict(broadcast or {})
     items = list(items)
     if client is None:
         return Started(None, (function, items, args, broadcast))
+    from distributed import Future  # here, like every import of distributed
+
     direct = gathers_directly(client)
     shared = {
-        name: client.scatter(value, broadcast=True, hash=False, direct=direct)
+        name: value if isinstance(value, Future)
+        else client.scatter(value, broadcast=True, hash=False, direct=direct)
         for name, value in broadcast.items()
     }
     futures = client.map(function, items, *[[a] * len(items) for a in args],
