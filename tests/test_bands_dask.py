@@ -14,7 +14,7 @@ import pytest
 from dask_release import released
 from distributed import Client, LocalCluster, get_task_stream
 
-from prdist import population
+from prdist import bootstrap, population
 from prdist.bootstrap import replicate_batch_sizes
 from prdist.dataflow.bands import (
     TASKS_PER_THREAD,
@@ -109,6 +109,20 @@ def test_replicates_bit_identical(clients, sample):
         for field in ("replicate_precision", "n_positive", "log_weight", "precision"):
             np.testing.assert_array_equal(getattr(remote, field), getattr(local, field))
         assert remote.ess == local.ess
+
+
+def test_laws_tabulated_by_the_caller_give_the_same_rows(clients, sample):
+    scores, labels = sample
+    setup, seed_seq, sizes, _ = bootstrap._prepare(
+        scores, labels, owner="test", replicates=REPLICATES, method="smoothed-importance",
+        seed=3, beta=None, eps_beta=None, bandwidth=None, instrumental_rate=None,
+    )
+    assert isinstance(setup.positive_law, bootstrap.LawSource)
+    seeds = seed_seq.spawn(len(sizes))
+    expected = bootstrap.run_replicate_batches(setup, sizes, seeds).precision
+    for given in (setup, bootstrap.tabulate_laws(setup)):
+        [rows] = submit_replicate_batches(clients[2], given, sizes, seeds).result()
+        np.testing.assert_array_equal(rows.precision, expected)
 
 
 def test_submit_checks_its_arguments(clients):

@@ -44,11 +44,10 @@ from .. import bootstrap
 from ..bootstrap import (
     BootstrapReplicates,
     BootstrapSetup,
-    EmpiricalLaw,
     LawSource,
     ReplicateBatch,
-    SmoothedLaw,
     run_replicate_batches,
+    tabulate_laws,
 )
 from ..errors import ParameterError
 from .executor import Started, gathers_directly, start_all, worker_threads
@@ -199,20 +198,25 @@ def submit_replicate_batches(
 
 
 def _tabulated_on_workers(client: Client, setup: BootstrapSetup) -> dict:
-    """The two class laws as futures, each tabulated on the worker its source is sent to."""
+    """The two class laws as futures, each tabulated on the worker its source is sent to.
+
+    A setup whose laws are tabulated already has them sent to every worker as they are.
+    """
+    names = ("positive", "negative")
+    laws = (setup.positive_law, setup.negative_law)
+    if not all(isinstance(law, LawSource) for law in laws):
+        tabulated = tabulate_laws(setup)
+        return {f"{name}_law": getattr(tabulated, f"{name}_law") for name in names}
     sources = client.scatter(  # a list is dealt round-robin: one class per worker
-        [setup.positive_law, setup.negative_law], hash=False, direct=gathers_directly(client)
+        list(laws), hash=False, direct=gathers_directly(client)
     )
-    laws = [client.submit(_tabulated, source, key=f"tabulate_{name}_law-{uuid.uuid4()}")
-            for source, name in zip(sources, ("positive", "negative"))]
+    futures = {
+        f"{name}_law": client.submit(LawSource.tabulate, source, key=f"tabulate_{name}_law-{uuid.uuid4()}")
+        for source, name in zip(sources, names)
+    }
     for source in sources:
-        source.release()  # kept on the cluster while the tabulation needs it
-    return {"positive_law": laws[0], "negative_law": laws[1]}
-
-
-def _tabulated(law: LawSource | EmpiricalLaw | SmoothedLaw) -> EmpiricalLaw | SmoothedLaw:
-    """One task: a class law tabulated from its source (a law already tabulated as it is)."""
-    return law.tabulate() if isinstance(law, LawSource) else law
+        source.release()  # kept on the cluster while its tabulation needs it
+    return futures
 
 
 def _shares(batches: int, tasks: int) -> list[slice]:
