@@ -70,7 +70,11 @@ empirical distribution (:class:`EmpiricalLaw`, exact) or, smoothed, that distrib
 with N(0, h^2) (:class:`SmoothedLaw`): a table built once in O(n + nodes) whose error is at most
 phi(1) / (4 R^2) in every probability, R nodes per bandwidth chosen so that no expected count of
 a replicate moves by more than a thousandth of an item: the bands move by far less than 1 % of
-their width (the derivation is in :class:`SmoothedLaw`).
+their width (the derivation is in :class:`SmoothedLaw`). The two laws are tabulated side by side
+where the replicates are drawn, from their :class:`LawSource` (on a cluster, each on a worker).
+What remains of a call is O(n) work on the sample (fitting the empirical curve, the bandwidth)
+and, for the bands, weighted quantiles over the replicates (a selection when the weights are
+equal, as they are unless the importance sampling reweights).
 
 **Determinism.** Replicates are grouped into batches whose sizes depend only on ``replicates``
 (:func:`replicate_batch_sizes`); batch i draws from child i of
@@ -90,7 +94,8 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -105,6 +110,7 @@ __all__ = [
     "BootstrapWarning",
     "BootstrapSetup",
     "EmpiricalLaw",
+    "LawSource",
     "ReplicateBatch",
     "BootstrapReplicates",
     "bootstrap_bands",
@@ -115,8 +121,11 @@ __all__ = [
     "plugin_asymptotic_variance",
     "recall_grid",
     "replicate_batch_sizes",
+    "join_batches",
     "run_replicate_batch",
+    "run_replicate_batches",
     "SmoothedLaw",
+    "tabulate_laws",
     "map_batches_in_process",
     "silverman_bandwidth",
     "weighted_quantile",
@@ -441,10 +450,7 @@ class SmoothedLaw:
     def fit(cls, sorted_scores: np.ndarray, bandwidth: float, *, total_items: int) -> SmoothedLaw:
         """Tabulate the smoothed law of ``sorted_scores`` for a bootstrap of ``total_items``."""
         lowest, highest = float(sorted_scores[0]), float(sorted_scores[-1])
-        spread = (highest - lowest) / bandwidth + 2.0 * (_KERNEL_REACH + 1.0)  # in bandwidths
-        per_bandwidth = math.ceil(math.sqrt(_PHI_AT_ONE * total_items / (4.0 * _COUNT_ERROR)))
-        # Capped by the table size: for scores spread over more than 2^20 bandwidths, R < 1.
-        per_bandwidth = min(per_bandwidth, _MAX_TABLE_NODES / spread)
+        per_bandwidth = _nodes_per_bandwidth(lowest, highest, bandwidth, total_items)
         step = bandwidth / per_bandwidth
         reach = math.ceil(_KERNEL_REACH * per_bandwidth)
         start = lowest - (reach + 1) * step
@@ -461,8 +467,12 @@ class SmoothedLaw:
         cdf = np.cumsum(signal.fftconvolve(mass, increments))[reach : reach + size]
         # FFT rounding (~1e-13) must not break the monotonicity the inverse relies on.
         cdf = np.clip(np.maximum.accumulate(cdf / sorted_scores.size), 0.0, 1.0)
-        nodes = start + step * np.arange(size)
-        return cls(nodes, step, cdf, _PHI_AT_ONE / (4.0 * per_bandwidth**2))
+        return _smoothed_law(start, step, cdf, _PHI_AT_ONE / (4.0 * per_bandwidth**2))
+
+    def __reduce__(self):
+        # The nodes are evenly spaced: a pickle (what a cluster ships to every worker) carries
+        # the first node and the step, not the array, and the copy rebuilds the same bits.
+        return _smoothed_law, (float(self.nodes[0]), self.step, self.cumulative, self.error_bound)
 
     def quantile(self, u: np.ndarray) -> np.ndarray:
         """F^-1(u) of the tabulated cdf, elementwise, for u in (0, 1)."""
@@ -476,16 +486,85 @@ class SmoothedLaw:
         return below + (position - left) * (self.cumulative[left + 1] - below)
 
 
+def _nodes_per_bandwidth(lowest: float, highest: float, bandwidth: float, total_items: int):
+    """The table resolution R of :class:`SmoothedLaw` (nodes per bandwidth)."""
+    spread = (highest - lowest) / bandwidth + 2.0 * (_KERNEL_REACH + 1.0)  # in bandwidths
+    per_bandwidth = math.ceil(math.sqrt(_PHI_AT_ONE * total_items / (4.0 * _COUNT_ERROR)))
+    # Capped by the table size: for scores spread over more than 2^20 bandwidths, R < 1.
+    return min(per_bandwidth, _MAX_TABLE_NODES / spread)
+
+
+def _smoothed_law(start: float, step: float, cumulative: np.ndarray, error_bound: float):
+    """The :class:`SmoothedLaw` with nodes ``start + step * i`` (how it is built and unpickled)."""
+    return SmoothedLaw(start + step * np.arange(cumulative.size), step, cumulative, error_bound)
+
+
+@dataclass(frozen=True, eq=False)
+class LawSource:
+    """What one class's resampling law is tabulated from: its sorted scores, h and n.
+
+    A :class:`BootstrapSetup` holds the two sources until :func:`tabulate_laws`. They are the
+    lighter thing to ship (8 bytes per item; at n = 10^6 half the bytes of the smoothed tables),
+    so a cluster sends each to one worker and tabulates the two laws there side by side
+    (:mod:`prdist.dataflow.bands`).
+
+    Attributes
+    ----------
+    sorted_scores : ndarray of shape (m,)
+        The class's scores, increasing.
+    bandwidth : float
+        Smoothing bandwidth h: a :class:`SmoothedLaw` if > 0, else the :class:`EmpiricalLaw`.
+    total_items : int
+        Size n of the bootstrap samples: it sets the smoothed table's resolution.
+    """
+
+    sorted_scores: np.ndarray
+    bandwidth: float
+    total_items: int
+
+    def tabulate(self) -> EmpiricalLaw | SmoothedLaw:
+        """The law (the same bits wherever it is tabulated)."""
+        if self.bandwidth > 0.0:
+            return SmoothedLaw.fit(self.sorted_scores, self.bandwidth, total_items=self.total_items)
+        return EmpiricalLaw.fit(self.sorted_scores)
+
+    @property
+    def error_bound(self) -> float:
+        """The tabulated cdf's error bound (:class:`SmoothedLaw`), known before tabulating."""
+        if self.bandwidth == 0.0:
+            return 0.0
+        lowest, highest = float(self.sorted_scores[0]), float(self.sorted_scores[-1])
+        per_bandwidth = _nodes_per_bandwidth(lowest, highest, self.bandwidth, self.total_items)
+        return _PHI_AT_ONE / (4.0 * per_bandwidth**2)
+
+
+def tabulate_laws(setup: BootstrapSetup) -> BootstrapSetup:
+    """``setup`` with its class laws tabulated, the two side by side; as it is if they are."""
+    laws = (setup.positive_law, setup.negative_law)
+    if not any(isinstance(law, LawSource) for law in laws):
+        return setup
+    # Independent tables whose FFTs and cumulative sums release the GIL.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        positive, negative = pool.map(_tabulated, laws)
+    return replace(setup, positive_law=positive, negative_law=negative)
+
+
+def _tabulated(law):
+    return law.tabulate() if isinstance(law, LawSource) else law
+
+
 @dataclass(frozen=True, eq=False)
 class BootstrapSetup:
     """Everything a worker needs to draw replicates: the two class laws and the tuning.
 
-    Built by :func:`bootstrap_replicates`; small enough to scatter once to every worker.
+    Built by :func:`bootstrap_replicates` with the laws' sources, tabulated where the replicates
+    are drawn (:func:`tabulate_laws`).
 
     Attributes
     ----------
-    positive_law, negative_law : EmpiricalLaw or SmoothedLaw
-        What a resampled positive (negative) score is drawn from: ``quantile(u)`` and ``cdf(t)``.
+    positive_law, negative_law : LawSource, EmpiricalLaw or SmoothedLaw
+        What a resampled positive (negative) score is drawn from: ``quantile(u)`` and ``cdf(t)``
+        once tabulated.
     n_positive, n_negative : int
         Class sizes of the sample.
     beta : ndarray of shape (k,)
@@ -549,7 +628,8 @@ def run_replicate_batch(
     """Draw ``size`` bootstrap replicates from ``seed`` and evaluate their PR curves.
 
     Pure and deterministic: the same (setup, size, seed) gives the same bits in any process of
-    the same platform.
+    the same platform. A setup holding the laws' sources has them tabulated first (for many
+    batches, :func:`run_replicate_batches` tabulates once).
 
     Parameters
     ----------
@@ -563,12 +643,37 @@ def run_replicate_batch(
     -------
     ReplicateBatch
     """
+    setup = tabulate_laws(setup)
     rng = np.random.default_rng(seed)
     n_pos, redraws = _draw_positive_counts(setup, rng, size)
     false_positives = _draw_false_positives(setup, rng, n_pos)
     precision = _precision(n_pos, setup.beta, false_positives)
     log_weight = n_pos * setup.log_ratio_positive + (setup.n - n_pos) * setup.log_ratio_negative
     return ReplicateBatch(n_pos, log_weight, precision, redraws)
+
+
+def run_replicate_batches(setup: BootstrapSetup, sizes, seeds) -> ReplicateBatch:
+    """The seeded batches ``run_replicate_batch(setup, sizes[i], seeds[i])``, joined in order.
+
+    What one cluster task runs: a share of consecutive batches, so that the number of tasks can
+    follow the number of workers while the batches, and so the bits, follow ``replicates`` only.
+    The laws are tabulated once for all of them if ``setup`` holds their sources.
+    """
+    setup = tabulate_laws(setup)
+    return join_batches([run_replicate_batch(setup, k, seed) for k, seed in zip(sizes, seeds)])
+
+
+def join_batches(batches) -> ReplicateBatch:
+    """Consecutive :class:`ReplicateBatch` objects as one (a single one as it is: no copy)."""
+    batches = list(batches)
+    if len(batches) == 1:
+        return batches[0]
+    return ReplicateBatch(
+        n_positive=np.concatenate([b.n_positive for b in batches]),
+        log_weight=np.concatenate([b.log_weight for b in batches]),
+        precision=np.concatenate([b.precision for b in batches]),
+        redraws=sum(b.redraws for b in batches),
+    )
 
 
 def _draw_positive_counts(
@@ -870,12 +975,8 @@ def _prepare(
         h = 0.0
         rate = None if method == STRATIFIED else prevalence
 
-    pos, neg = curve.positive_scores, curve.negative_scores
-    if h > 0.0:
-        laws = [SmoothedLaw.fit(scores, h, total_items=n) for scores in (pos, neg)]
-        _warn_if_coarse(laws, n)
-    else:
-        laws = [EmpiricalLaw.fit(scores) for scores in (pos, neg)]
+    laws = [LawSource(s, h, n) for s in (curve.positive_scores, curve.negative_scores)]
+    _warn_if_coarse(laws, n)
     setup = BootstrapSetup(
         positive_law=laws[0],
         negative_law=laws[1],
@@ -892,7 +993,7 @@ def _prepare(
     return setup, seed_seq, replicate_batch_sizes(replicates), curve
 
 
-def _warn_if_coarse(laws: list[SmoothedLaw], n: int) -> None:
+def _warn_if_coarse(laws: list[LawSource], n: int) -> None:
     moved = n * max(law.error_bound for law in laws)
     if moved > 1.0:
         warnings.warn(
@@ -930,8 +1031,7 @@ class _InProcessBatches:
         self._work = (setup, sizes, seeds)
 
     def result(self) -> list[ReplicateBatch]:
-        setup, sizes, seeds = self._work
-        return [run_replicate_batch(setup, size, seed) for size, seed in zip(sizes, seeds)]
+        return [run_replicate_batches(*self._work)]
 
     def cancel(self) -> None:
         """Nothing runs before :meth:`result`: nothing to release."""
@@ -941,9 +1041,10 @@ def map_batches_in_process(setup: BootstrapSetup, sizes, seeds) -> _InProcessBat
     """The default ``map_batches``: every batch in this process, in order.
 
     A ``map_batches`` function starts the seeded batches ``run_replicate_batch(setup, sizes[i],
-    seeds[i])`` and returns a handle whose ``result()`` waits for them and returns the
-    :class:`ReplicateBatch` list in batch order, and whose ``cancel()`` abandons them.
-    :func:`prdist.dataflow.bands.submit_replicate_batches` is the Dask one.
+    seeds[i])`` and returns a handle whose ``result()`` waits for them and returns
+    :class:`ReplicateBatch` objects holding them in batch order (one object may hold several
+    consecutive batches, as :func:`run_replicate_batches` returns them), and whose ``cancel()``
+    abandons them. :func:`prdist.dataflow.bands.submit_replicate_batches` is the Dask one.
     """
     return _InProcessBatches(setup, sizes, seeds)
 
@@ -966,15 +1067,13 @@ def _run(setup, seed_seq, sizes, map_batches, *, owner: str, meanwhile=None):
     except BaseException:
         pending.cancel()
         raise
-    batches = pending.result()
-    n_pos = np.concatenate([b.n_positive for b in batches])
-    log_weight = np.concatenate([b.log_weight for b in batches])
+    joined = join_batches(pending.result())
     result = BootstrapReplicates(
         beta=setup.beta,
         precision=setup.precision,
-        replicate_precision=np.concatenate([b.precision for b in batches]),
-        n_positive=n_pos,
-        log_weight=log_weight,
+        replicate_precision=joined.precision,
+        n_positive=joined.n_positive,
+        log_weight=joined.log_weight,
         method=setup.method,
         bandwidth=setup.bandwidth,
         instrumental_rate=setup.draw_rate if setup.method == SMOOTHED_IMPORTANCE else None,
@@ -983,7 +1082,7 @@ def _run(setup, seed_seq, sizes, map_batches, *, owner: str, meanwhile=None):
         n_positive_sample=setup.n_positive,
         seed_entropy=int(seed_seq.entropy),
         batch_sizes=tuple(sizes),
-        redraws=sum(b.redraws for b in batches),
+        redraws=joined.redraws,
     )
     return result, extra
 
@@ -1147,12 +1246,21 @@ def weighted_quantile(values, weights, level):
         raise ParameterError(
             f"The 'weights' argument of {owner} must be finite, >= 0 and not all 0."
         )
-    order = np.argsort(values, axis=0, kind="stable")
-    sorted_values = np.take_along_axis(values, order, axis=0)
-    cumulative = np.cumsum(weights[order], axis=0)
-    reached = cumulative >= level * cumulative[-1]
-    first = np.argmax(reached, axis=0)  # the last row always reaches the level
-    return np.take_along_axis(sorted_values, np.expand_dims(first, 0), axis=0)[0]
+    if np.all(weights == weights[0]):
+        # Equal weights sum up alike in every order, so the quantile is one order statistic,
+        # found by selection in O(B) instead of a sort.
+        cumulative = np.cumsum(weights)
+        first = int(np.argmax(cumulative >= level * cumulative[-1]))
+        return np.partition(values, first, axis=0)[first]
+    # Each column sorted as a contiguous row: sorting down the columns of a (B, k) array in
+    # place is about twice as slow (strided reads), with the same result.
+    rows = np.atleast_2d(values.T).copy()
+    order = np.argsort(rows, axis=1, kind="stable")
+    cumulative = np.cumsum(weights[order], axis=1)
+    reached = cumulative >= level * cumulative[:, -1:]
+    first = np.argmax(reached, axis=1)  # the last value always reaches the level
+    quantile = np.take_along_axis(rows, order[np.arange(rows.shape[0]), first][:, None], axis=1)
+    return quantile[0, 0] if values.ndim == 1 else quantile[:, 0]
 
 
 def normal_pointwise_bands(precision, variance, n, *, delta=0.05) -> tuple[np.ndarray, np.ndarray]:

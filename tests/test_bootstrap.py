@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 import subprocess
 import sys
 import warnings
@@ -58,7 +59,7 @@ def binormal(prevalence, *, shift=1.0):
 
 
 def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandwidth=None):
-    """The BootstrapSetup that bootstrap_bands would scatter for this sample."""
+    """The BootstrapSetup that bootstrap_bands would draw replicates from, its laws tabulated."""
     setup, _, _, _ = bootstrap._prepare(
         scores,
         labels,
@@ -71,7 +72,7 @@ def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandw
         bandwidth=bandwidth,
         instrumental_rate=None,
     )
-    return setup
+    return bootstrap.tabulate_laws(setup)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,6 +123,32 @@ def test_smoothed_law_is_within_its_error_bound(name):
     assert np.abs(law.cdf(t) - exact_smoothed_cdf(scores, h, t)).max() <= tolerance
     u = np.random.default_rng(1).uniform(0.001, 0.999, 3000)
     assert np.abs(exact_smoothed_cdf(scores, h, law.quantile(u)) - u).max() <= tolerance
+
+
+def test_smoothed_law_pickles_without_its_nodes_and_comes_back_bit_for_bit():
+    scores = np.sort(binormal(0.3).sample(3000, seed=1)[0])
+    law = bootstrap.SmoothedLaw.fit(scores, 0.1, total_items=100_000)
+    blob = pickle.dumps(law, protocol=5)
+    assert len(blob) < law.nodes.nbytes + law.cumulative.nbytes / 2  # what a cluster ships
+    copy = pickle.loads(blob)
+    for field in ("nodes", "cumulative"):
+        np.testing.assert_array_equal(getattr(copy, field), getattr(law, field))
+    assert (copy.step, copy.error_bound) == (law.step, law.error_bound)
+
+
+@pytest.mark.parametrize("bandwidth", [0.0, 0.1])
+def test_a_law_source_tabulates_the_law_and_knows_its_error_bound_before(bandwidth):
+    scores = np.sort(binormal(0.3).sample(3000, seed=1)[0])
+    source = bootstrap.LawSource(scores, bandwidth, 100_000)
+    law = source.tabulate()
+    if bandwidth:
+        fitted = bootstrap.SmoothedLaw.fit(scores, bandwidth, total_items=100_000)
+        assert source.error_bound == law.error_bound == fitted.error_bound > 0.0
+        np.testing.assert_array_equal(law.cumulative, fitted.cumulative)
+    else:
+        assert isinstance(law, bootstrap.EmpiricalLaw) and source.error_bound == 0.0
+    setup = make_setup(*binormal(0.3).sample(500, seed=2))
+    assert bootstrap.tabulate_laws(setup) is setup  # tabulated laws are kept as they are
 
 
 def test_scores_spread_over_millions_of_bandwidths_warn_and_keep_the_table_small():
@@ -345,6 +372,33 @@ def test_weighted_quantile_equals_quantile_of_repeated_values(data, level):
     assert both[1] == negated[math.ceil(level * repeated.size) - 1]
 
 
+def sorted_weighted_quantile(values, weights, level):
+    """The definition, column by column: sort, accumulate the weights, first to reach the level."""
+    order = np.argsort(values, axis=0, kind="stable")
+    cumulative = np.cumsum(weights[order], axis=0)
+    first = np.argmax(cumulative >= level * cumulative[-1], axis=0)
+    return np.take_along_axis(np.take_along_axis(values, order, axis=0), first[None], axis=0)[0]
+
+
+@pytest.mark.parametrize("weight", ["ones", "all 0.7", "unequal", "some zero"])
+def test_weighted_quantile_equals_the_sorted_definition_bit_for_bit(weight):
+    # Equal weights take a selection, unequal ones a sort of contiguous rows: both must give
+    # exactly the value the definition gives, ties and float sums of the weights included
+    # (2000 weights of 0.7 reach 0.95 of their float sum at the 1901st value, not the 1900th).
+    rng = np.random.default_rng(4)
+    values = np.r_[rng.integers(0, 40, (1000, 7)) / 40.0, rng.random((1000, 7))]
+    weights = {
+        "ones": np.ones(values.shape[0]),
+        "all 0.7": np.full(values.shape[0], 0.7),
+        "unequal": rng.exponential(size=values.shape[0]),
+        "some zero": rng.exponential(size=values.shape[0]) * (rng.random(values.shape[0]) < 0.5),
+    }[weight]
+    for level in (0.05, 0.5, 0.9, 0.95, 0.999, 1.0):
+        expected = sorted_weighted_quantile(values, weights, level)
+        np.testing.assert_array_equal(weighted_quantile(values, weights, level), expected)
+        assert weighted_quantile(values[:, 3], weights, level) == expected[3]
+
+
 def test_bands_are_nested_and_centred():
     scores, labels = population.bibeta(neg=(2, 5), pos=(5, 2), prevalence=0.2).sample(1500, seed=4)
     bands = bootstrap_bands(scores, labels, replicates=300, seed=5)
@@ -404,6 +458,13 @@ def test_replicates_are_the_seeded_batches_in_order():
         [run_replicate_batch(setup, k, s).precision for k, s in zip(sizes, seeds)]
     )
     np.testing.assert_array_equal(reps.replicate_precision, manual)
+    # A cluster task runs a share of consecutive batches, joined: the same rows.
+    shares = [bootstrap.run_replicate_batches(setup, sizes[i:i + 3], seeds[i:i + 3])
+              for i in range(0, len(sizes), 3)]
+    joined = bootstrap.join_batches(shares)
+    np.testing.assert_array_equal(joined.precision, manual)
+    np.testing.assert_array_equal(joined.n_positive, reps.n_positive)
+    np.testing.assert_array_equal(joined.log_weight, reps.log_weight)
 
 
 @settings(max_examples=50, deadline=None)
