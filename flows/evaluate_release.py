@@ -77,8 +77,9 @@ def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.E
 
 
 @step(**IO_RETRIES)
-def exact_task(resource, bounds_ranks: np.ndarray):
-    return exact_precision(resource, bounds_ranks)
+def exact_task(resource, bounds_ranks: np.ndarray, items, scheduler: str | None):
+    with dask_client(scheduler, items=resource.n) as client:
+        return exact_precision(resource, bounds_ranks, items, client=client)
 
 
 @step(**IO_RETRIES)
@@ -134,7 +135,7 @@ def evaluate_release(
         est = estimate_task(planned, resolution.labels, params)
         pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
         # In simulation the truth is known: record the exact precision beside the bounds.
-        exact = exact_task(res, est.bounds["rank"].to_numpy()) if oracle_column else None
+        exact = exact_task(res, est.bounds["rank"].to_numpy(), items, scheduler) if oracle_column else None
         outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
     # Events for automations (none in-process without a Prefect API): the run, and a certain change.
     announce_evaluation(outcome, method=method, runs=out, storage_options=res.storage_options)
