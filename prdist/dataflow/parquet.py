@@ -791,6 +791,12 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
 
 def check_unique(keys: np.ndarray, where: str) -> None:
     """Raise DataError naming an example when ``keys`` holds a duplicate."""
+    if keys.dtype.kind in "iu":
+        # Integer keys: NumPy's sort and a comparison of neighbours take a third of the time of
+        # pandas' hash table (the check of every row group a sorted extraction reads).
+        ordered = np.sort(keys)
+        if not np.any(ordered[1:] == ordered[:-1]):
+            return
     duplicated = pd.Series(keys).duplicated(keep=False).to_numpy()
     if duplicated.any():
         example = keys[int(np.flatnonzero(duplicated)[0])]

@@ -54,6 +54,7 @@ groups with :func:`prdist.dataflow.parquet.row_groups_of`.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -140,6 +141,12 @@ class _IntervalTable:
     lo: np.ndarray  # uint64
     hi: np.ndarray  # uint64
     score_buckets: tuple[float, float] | None  # see _IntervalSet
+
+    @functools.cached_property
+    def locator(self) -> _Locator:
+        """The lookup structure of these intervals, built once per table: once per pass
+        in-process, once per worker on a cluster (every pass broadcasts its table)."""
+        return _Locator(self)
 
     @classmethod
     def of(cls, intervals, score_buckets=None) -> _IntervalTable:
@@ -262,7 +269,7 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
     counts = np.zeros(bins.total, dtype=np.int64)
     locator = None
     if bins.linear is None:  # equal score bins hold every item: nothing to locate
-        locator = _Locator(bins.intervals)
+        locator = bins.intervals.locator
         lo, shift, offset = bins.intervals.lo, bins.shifts, bins.offsets
         smallest = np.full(bins.total, _FULL, dtype=np.uint64)
         largest = np.zeros(bins.total, dtype=np.uint64)
@@ -365,9 +372,9 @@ def _merge(*parts):
     return counts, smallest, largest
 
 
-def _extract_task(partition: Partition, fs, columns, extras, intervals: _IntervalTable, names: dict):
+def _extract_task(partition: Partition, fs, columns, extras, names: dict, *, intervals: _IntervalTable):
     key, score = columns
-    locator = _Locator(intervals)
+    locator = intervals.locator
     pieces = []
     for group in row_groups_of(fs, partition, names):
         table = group.read([score, key])
@@ -435,8 +442,8 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
                          url=resource.url)
 
     final.sort(key=lambda iv: iv.start)
-    pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras,
-                       _IntervalTable.of(final, score_buckets), names)
+    pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras, names,
+                       broadcast={"intervals": _IntervalTable.of(final, score_buckets)})
     bytes_read += score_bytes + key_bytes
     frame = _ranked_candidates(resource, partitions, pieces, final, positions, extras)
     frame.attrs = {
