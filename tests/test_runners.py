@@ -123,6 +123,19 @@ def test_quick_commands_import_neither_prefect_nor_dask_nor_scipy_stats(tmp_path
     assert _modules_after(["labels", "export", "--run", task, "--out", str(tmp_path / "task.csv")], tmp_path) == {"status": 0, "loaded": []}
     assert _modules_after(args, tmp_path) == {"status": 3, "loaded": []}
 
+    # A fresh run in-process (no Prefect API, no scheduler): Prefect, Dask and distributed are
+    # not imported at all (the flow's body runs as a plain function, the passes on threads).
+    fresh = ["run", "--resource", release, "--oracle-column", "label", "--eps", "0.1", "--window", "20",
+             "--out", str(tmp_path / "fresh")]
+    assert _modules_after(fresh, tmp_path, heavy=("prefect", "dask", "distributed")) == {"status": 0, "loaded": []}
+    # A settings file that names no API is no reason to import Prefect either.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / ".env").write_text("AWS_REGION=eu-west-1\n")
+    assert _modules_after(fresh, tmp_path, heavy=("prefect",)) == {"status": 0, "loaded": []}
+    (tmp_path / "pyproject.toml").write_text("[tool.prefect.api]\nurl = 'http://127.0.0.1:9/api'\n")
+    assert _modules_after(["run", "--resource", release, "--out", str(tmp_path / "other")], tmp_path,
+                          heavy=("prefect",))["loaded"] == ["prefect"]
+
 
 def test_every_public_name_is_importable_from_prdist():
     import prdist
