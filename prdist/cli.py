@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import logging
 import os
@@ -992,7 +993,20 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The ``prdist`` command; ``argv`` None (the console script, ``python -m prdist``) means the
+    command is the whole process, which then ends without a final garbage collection."""
+    if argv is None:
+        try:
+            return _main(sys.argv[1:])
+        finally:
+            # The process ends with the command: spare the interpreter's last garbage collection,
+            # a walk over every object still alive (0.09 s after pandas, pyarrow and SciPy; 0.02 s
+            # frozen). Nothing is left to collect that matters: every output is closed by now.
+            gc.freeze()
+    return _main(list(argv))
+
+
+def _main(argv: list[str]) -> int:
     # The ephemeral Prefect server phones home unless told not to; clusters are often offline.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # With --prefect and no API, Prefect starts a temporary server; its 20 s default is not enough
