@@ -49,3 +49,21 @@ def test_without_a_scheduler_passes_run_in_process(monkeypatch):
     for items in (None, 10, LOCAL_CLUSTER_FROM_ITEMS - 1):
         with dask_client(items=items) as client:
             assert client is None
+
+
+def test_writers_all_end_before_the_first_failure_in_item_order_is_raised(monkeypatch):
+    monkeypatch.setattr(executor, "THREADS", 2)
+    ended = []
+
+    def write(item):
+        time.sleep(0.01 if item == 1 else 0)
+        if item in (1, 4):
+            raise OSError(f"disk full at {item}")
+        ended.append(item)
+        return item * 10
+
+    assert executor.run_all(None, write, [0, 2, 3]) == [0, 20, 30]
+    ended.clear()
+    with pytest.raises(OSError, match="at 1"):
+        executor.run_all(None, write, range(8))
+    assert sorted(ended) == [0, 2, 3, 5, 6, 7]  # every other write ran to its end

@@ -5,10 +5,10 @@ this module a plain function and the items to map it over; this module decides w
 
 - ``client=None`` always means *in-process*, with no Dask at all (not "Dask's current
   scheduler"): the same function over the same items, so the Dask path equals the in-memory one
-  by construction. The passes (:func:`run_tasks`, :func:`map_reduce`) run their tasks on a few
-  threads of this process (:data:`THREADS`): Parquet decoding and the NumPy kernels release the
-  GIL for much of a task, and results are taken in item order, so they are the same on any
-  number of threads.
+  by construction. The passes (:func:`run_tasks`, :func:`map_reduce`) and the writers
+  (:func:`run_all`) run their tasks on a few threads of this process (:data:`THREADS`): Parquet
+  decoding and encoding and the NumPy kernels release the GIL for much of a task, and results are
+  taken in item order, so they are the same on any number of threads.
 - :func:`map_partitions` submits one task per item; objects shared by many tasks (the Parquet
   footers of :class:`~prdist.dataflow.parquet.Partition`, kilobytes each) are scattered to the
   cluster once, not embedded in every task.
@@ -69,6 +69,18 @@ def _in_order(function, items, *args, **kwargs):
         pool.shutdown(wait=True, cancel_futures=True)  # on an error: the queued tasks never start
 
 
+def _all_in_process(function, items, *args, **kwargs) -> list:
+    """``[function(item, *args, **kwargs) for item in items]`` on :data:`THREADS` threads; every
+    task ends before the first failure in item order is raised (writers: see :func:`run_all`)."""
+    items = list(items)
+    threads = min(THREADS, len(items))
+    if threads <= 1:
+        return [function(item, *args, **kwargs) for item in items]
+    with ThreadPoolExecutor(threads, thread_name_prefix="prdist-write") as pool:
+        futures = [pool.submit(function, item, *args, **kwargs) for item in items]
+    return [future.result() for future in futures]  # every task has ended: the pool was shut down
+
+
 def _label(function) -> str:
     """The progress label of a step: ``_histogram_task`` -> "histogram"."""
     return function.__name__.strip("_").replace("_task", "").replace("_", " ")
@@ -102,7 +114,7 @@ def run_all(client, function, items, *args, broadcast=None) -> list:
     """
     broadcast = dict(broadcast or {})
     if client is None:
-        return [function(item, *args, **broadcast) for item in items]
+        return _all_in_process(function, items, *args, **broadcast)
     shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
     futures = [client.submit(function, item, *args, **shared, pure=False) for item in items]
     try:
