@@ -34,7 +34,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from .parquet import Footer, Partition
-from .progress import report_progress
+from .progress import ProgressLine, report_progress
 
 __all__ = ["compute_all", "map_partitions", "map_reduce", "map_shuffle", "run_all", "run_tasks"]
 
@@ -51,10 +51,13 @@ def _in_order(function, items, *args, **kwargs):
     :data:`THREADS` threads; at most two results per thread wait to be taken, so a caller that
     folds them holds a bounded number at once."""
     items = list(items)
+    progress = ProgressLine(len(items), _label(function))
     threads = min(THREADS, len(items))
     if threads <= 1:
         for item in items:
-            yield function(item, *args, **kwargs)
+            result = function(item, *args, **kwargs)
+            progress.tick()
+            yield result
         return
     pool = ThreadPoolExecutor(threads, thread_name_prefix="prdist-pass")
     pending = collections.deque()
@@ -62,11 +65,17 @@ def _in_order(function, items, *args, **kwargs):
         for item in items:
             pending.append(pool.submit(function, item, *args, **kwargs))
             if len(pending) >= 2 * threads:
-                yield pending.popleft().result()
+                yield _taken(pending.popleft(), progress)
         while pending:
-            yield pending.popleft().result()
+            yield _taken(pending.popleft(), progress)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # on an error: the queued tasks never start
+
+
+def _taken(future, progress: ProgressLine):
+    result = future.result()
+    progress.tick()
+    return result
 
 
 def _all_in_process(function, items, *args, **kwargs) -> list:
