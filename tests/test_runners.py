@@ -88,6 +88,23 @@ def test_a_cluster_and_in_process_computing_write_the_same_run_directory(tmp_pat
     assert run_files(alone) == run_files(clustered)
 
 
+def test_one_thread_and_several_write_the_same_run_directory(tmp_path, monkeypatch):
+    from prdist.dataflow import executor
+    from test_select import shuffled, write_files
+
+    # Unsorted, tied scores, five files: five partitions per pass, a selection of several passes
+    # and the key-hash pass of the exact precision, each pass's tasks finishing in any order.
+    keys, scores, labels = shuffled(40_000, 11, decimals=2)
+    release = write_files(tmp_path / "release", {"key": keys, "score": scores, "label": labels}, files=5, row_group_size=2_000)
+    args = ["--resource", release, "--oracle-column", "label", "--eps", "0.1", "--window", "20", "--bands"]
+    runs = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(executor, "THREADS", threads)
+        runs[threads], _ = run(*args, "--out", str(tmp_path / f"threads-{threads}"))
+    assert (Path(runs[1]) / "exact.parquet").exists()
+    assert run_files(runs[1]) == run_files(runs[3])
+
+
 def _modules_after(argv: list[str], cwd: Path, heavy=HEAVY) -> dict:
     """Run ``prdist argv`` in a fresh interpreter; which heavy modules it imported, and its exit code."""
     code = (
