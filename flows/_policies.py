@@ -42,7 +42,7 @@ def transient(task, task_run, state) -> bool:
 
 def in_flow_run() -> bool:
     """Whether the caller runs inside a Prefect flow run (the Prefect runner) or not (in-process)."""
-    if "prefect" not in sys.modules:  # no flow run without Prefect: it is not imported for nothing
+    if "prefect" not in sys.modules:  # a flow run imports Prefect first: without it, none is running
         return False
     from prefect.context import FlowRunContext
 

@@ -227,30 +227,39 @@ def exact_precision(resource: Resource, ranks, items: pd.DataFrame | None = None
     u = thresholds.group
     equal = 2 * u + 1
     last_rank = np.cumsum(items_n)[equal]
-    first_rank = last_rank - items_n[equal] + 1
-    if np.any(wanted < first_rank) or np.any(wanted > last_rank):
-        raise DataError(f"{resource.url} changed while it was being read (the counts disagree with the items "
-                        "found at the ranks). Run again on data that stays put.")
+    if np.any(wanted < last_rank - items_n[equal] + 1) or np.any(wanted > last_rank):
+        raise _changed(resource)
     y, z = np.cumsum(positives)[equal], np.cumsum(unknown)[equal]
     inside = wanted < last_rank  # the run of its score goes on after it: ordered by key hash
     if inside.any():
-        open_ = np.zeros(thresholds.ordinals.size + 1, dtype=bool)  # + 1: the bucket after every threshold
-        open_[u[inside]] = True
-        tie_n, tie_pos, tie_unk = map_reduce(client, _tie_task, _sum, partitions, fs=resource.fs,
-                                             columns=(resource.score, resource.label, resource.key), names=names,
-                                             broadcast={"thresholds": thresholds, "open_": open_})
         before = 2 * u[inside]  # the buckets before the run of the threshold's score
-        start = np.searchsorted(u, u[inside], side="left")  # its first threshold
-        at = np.flatnonzero(inside)
-        n_cum, p_cum, k_cum = (np.concatenate(([0], np.cumsum(c))) for c in (tie_n, tie_pos, tie_unk))
-        ranked = np.cumsum(items_n)[before] + n_cum[at + 1] - n_cum[start]
-        if np.any(ranked != wanted[inside]):
-            raise DataError(f"{resource.url} changed while it was being read (the counts disagree with the items "
-                            "found at the ranks). Run again on data that stays put.")
-        y[inside] = np.cumsum(positives)[before] + p_cum[at + 1] - p_cum[start]
-        z[inside] = np.cumsum(unknown)[before] + k_cum[at + 1] - k_cum[start]
+        ranked, y_run, z_run = _within_runs(resource, thresholds, inside, partitions, names, client)
+        if np.any(np.cumsum(items_n)[before] + ranked != wanted[inside]):
+            raise _changed(resource)
+        y[inside] = np.cumsum(positives)[before] + y_run
+        z[inside] = np.cumsum(unknown)[before] + z_run
     precision = np.where(z > 0, np.nan, y / wanted)
     return pd.DataFrame({"rank": ranks, "precision": precision[np.searchsorted(wanted, ranks)]})
+
+
+def _within_runs(resource: Resource, thresholds: _Thresholds, inside: np.ndarray, partitions, names, client):
+    """For the thresholds ``inside`` a longer run of their score: the items, positives and unknown
+    labels of that run at or before each (the second pass, which reads the keys of those runs)."""
+    u = thresholds.group
+    open_ = np.zeros(thresholds.ordinals.size + 1, dtype=bool)  # + 1: the bucket after every threshold
+    open_[u[inside]] = True
+    counts = map_reduce(client, _tie_task, _sum, partitions, fs=resource.fs,
+                        columns=(resource.score, resource.label, resource.key), names=names,
+                        broadcast={"thresholds": thresholds, "open_": open_})
+    start = np.searchsorted(u, u[inside], side="left")  # the first threshold of each one's run
+    at = np.flatnonzero(inside)
+    running = np.concatenate((np.zeros((3, 1), dtype=np.int64), np.cumsum(counts, axis=1)), axis=1)
+    return tuple(running[:, at + 1] - running[:, start])
+
+
+def _changed(resource: Resource) -> DataError:
+    return DataError(f"{resource.url} changed while it was being read (the counts disagree with the items "
+                     "found at the ranks). Run again on data that stays put.")
 
 
 def _items_at(resource: Resource, wanted: np.ndarray, items: pd.DataFrame | None, client) -> tuple[np.ndarray, np.ndarray]:
