@@ -2,13 +2,17 @@
 
 Both run the same flow body, whose steps are :class:`flows._policies.Step`: on the Prefect runner
 the body is a flow run and every step a task run, visible in the server's UI; in-process the body
-is called as the plain function ``flow.fn`` and the steps call their functions (with the same
-retries), so no server has to start and nothing is recorded. The run directories are the same.
+(``flows/_<name>.py``) is called as a plain function and the steps call their functions (with the
+same retries), so no server has to start, nothing is recorded and Prefect is not even imported.
+The run directories are the same.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,22 +42,39 @@ def configured_api() -> str | None:
     return get_current_settings().api.url or None
 
 
+#: What a settings file Prefect reads must hold to configure an API URL: the variable's name
+#: (profiles, ``.env``), or an ``[api]`` table or key (``prefect.toml``, ``[tool.prefect.api]`` in
+#: ``pyproject.toml``).
+_API_SETTING = re.compile(r"PREFECT_API_URL|^\s*\[\s*(tool\s*\.\s*prefect\s*\.\s*)?api\s*\]|^\s*api\s*[.=]", re.I | re.M)
+
+
 def may_have_api() -> bool:
     """Whether a Prefect API may be configured, judged without importing Prefect.
 
-    True when ``PREFECT_API_URL`` is set or a file Prefect reads its settings from exists (a
-    profiles file, ``prefect.toml``, ``.env``, ``pyproject.toml``); then :func:`configured_api`
-    decides. Quick commands (``prdist labels import``) so import Prefect only where it may matter.
+    True when ``PREFECT_API_URL`` is set, a file Prefect reads its settings from (a profiles
+    file, ``prefect.toml``, ``.env``, ``pyproject.toml``) mentions an API URL setting, or Prefect
+    is imported already (its settings may have been changed in this process); then
+    :func:`configured_api` decides. Importing Prefect to read its settings costs most of a small
+    run's start-up, so commands import it only where it may matter.
     """
-    if os.environ.get("PREFECT_API_URL"):
+    if os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules:
         return True
     home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
     files = [os.environ.get("PREFECT_PROFILES_PATH"), home / "profiles.toml", "prefect.toml", ".env", "pyproject.toml"]
-    return any(path and Path(path).is_file() for path in files)
+    return any(path and Path(path).is_file() and _API_SETTING.search(_text(Path(path))) for path in files)
 
 
-def run_flow(flow, parameters: dict, *, on_prefect: bool) -> FlowOutcome:
-    """Run ``flow(**parameters)`` as a Prefect flow run (``on_prefect``) or in-process.
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return "PREFECT_API_URL"  # unreadable: let Prefect decide
+
+
+def run_flow(module: str, name: str, parameters: dict, *, on_prefect: bool) -> FlowOutcome:
+    """Run the flow ``name`` of ``flows.<module>`` on ``parameters``: as a Prefect flow run
+    (``on_prefect``: the flow ``flows.<module>.<name>``, a deployment's entrypoint) or
+    in-process (its body, the plain function ``flows._<module>.<name>``, without importing Prefect).
 
     On Prefect without a configured API, Prefect starts its temporary server for this process
     (``--prefect``). A configured API that does not answer is an :class:`InputError` naming
@@ -61,19 +82,22 @@ def run_flow(flow, parameters: dict, *, on_prefect: bool) -> FlowOutcome:
     naming ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``. Neither starts the flow.
     """
     if not on_prefect:
-        return _outcome(flow.fn(**parameters))
+        body = getattr(importlib.import_module(f"flows._{module}"), name)
+        return _outcome(body(**parameters))
+    flow = getattr(importlib.import_module(f"flows.{module}"), name)
     _check_api()
     state = flow(**parameters, return_state=True)
     return _outcome(state if state.name == "AwaitingLabels" else state.result())  # result() re-raises, typed
 
 
 def _outcome(result) -> FlowOutcome:
-    from prefect.states import State
-
-    # A flow ends on its URL, or on a Completed state named "AwaitingLabels" holding the URL.
-    if isinstance(result, State):
-        return FlowOutcome(result.result(), result.message if result.name == "AwaitingLabels" else None)
-    return FlowOutcome(result)
+    # In-process a body ends on a FlowOutcome (flows._policies.conclude); a flow run on its URL,
+    # or on a Completed state named "AwaitingLabels" holding the URL.
+    if isinstance(result, FlowOutcome):
+        return result
+    if isinstance(result, str):
+        return FlowOutcome(result)
+    return FlowOutcome(result.result(), result.message if result.name == "AwaitingLabels" else None)
 
 
 def _check_api() -> None:

@@ -1,134 +1,14 @@
 """Prefect flow: compare several systems (or releases) that share one label store.
 
-open -> (exhaustive sample) -> draw and join -> labels -> (item columns of the awaiting items)
--> estimate -> write the run.
-Wiring only: every task calls one function of ``prdist.dataflow.compare``. The draw-and-join
-task drives Dask through a ``distributed.Client`` itself; the draws are seeded, so a rerun once
-labels arrive draws the same sample again (task results stay in memory: they hold data read from
-input, which is never pickled to Prefect's result store). Retries are on the I/O tasks only. Missing labels end the flow in a Completed state named
-"AwaitingLabels" whose result is the run directory holding the annotation task.
+The flow that deployments name (``flows.compare_systems.compare_systems``). Its body, with its
+steps, is ``flows/_compare_systems.py``, which imports no Prefect: the command line's in-process
+runner calls that body, and only a flow run pays for Prefect.
 """
 
 from __future__ import annotations
 
 from prefect import flow
-from pydantic import SecretStr
 
-from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
-from prdist.dataflow import compare as cmp
-from prdist.dataflow.artifacts import RunOutcome
-from prdist.dataflow.unjudged import estimate_labeled
-from prdist.dataflow.cluster import dask_client, one_cluster
-from prdist.importance import SamplingDistribution
+from flows import _compare_systems
 
-
-@step(**IO_RETRIES)
-def open_systems_task(systems: dict, storage_options: dict | None, key: str, score: str):
-    return cmp.open_systems(systems, storage_options=storage_options, key=key, score=score)
-
-
-@step(**IO_RETRIES)
-def exhaustive_task(url: str, key_kind: str, storage_options: dict | None):
-    return cmp.read_exhaustive(url, key_kind=key_kind, storage_options=storage_options)
-
-
-@step(**IO_RETRIES)
-def sample_task(systems, params: cmp.CompareParams, exhaustive, scheduler: str | None):
-    with dask_client(scheduler, items=sum(s.resource.n for s in systems)) as client:
-        return cmp.draw_sample(systems, params, extra_keys=None if exhaustive is None else exhaustive.keys, client=client)
-
-
-@step(**IO_RETRIES)
-def labels_task(drawn, store: str | None, storage_options: dict | None, rule: str = "majority"):
-    return cmp.attach_labels(drawn, store, storage_options=storage_options, rule=rule)
-
-
-@step(**IO_RETRIES)
-def items_task(systems, drawn, labeled, scheduler: str | None):
-    with dask_client(scheduler, items=sum(s.resource.n for s in systems)) as client:
-        return cmp.item_columns(systems, drawn, labeled.awaiting, client=client)
-
-
-@step(**IN_MEMORY)
-def estimate_task(labeled, drawn, params: cmp.CompareParams):
-    return estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
-
-
-@step(**IO_RETRIES)
-def write_task(systems, drawn, labeled, params, out: str, estimates, store, exhaustive, storage_options, items=None):
-    frame, diagnostics = estimates if estimates is not None else (None, None)
-    return cmp.write_compare(systems, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,
-                             labels=store, exhaustive=exhaustive, storage_options=storage_options, items=items)
-
-
-def summary_markdown(outcome: RunOutcome) -> str:
-    """The Prefect artifact: every system's precision interval at a glance."""
-    m = outcome.manifest
-    c = m["counts"]
-    p = m["params"]
-    lines = [
-        "# prdist comparison",
-        "",
-        f"- systems: {', '.join(s['name'] for s in m['systems'])}",
-        f"- draws: {c['draws']:,} ({p['allocation']} split, {p['distribution']['kind']} sampling, seed {p['seed']})",
-        f"- labels: {c['labeled']:,} of {c['annotations']:,} distinct drawn items ({c['unknown']:,} missing)",
-        f"- run directory: `{outcome.url}`",
-    ]
-    if m.get("results"):
-        level = round(100 * p["confidence"])
-        lines += ["", f"| system | precision | {level} % interval | draws |", "|---|---|---|---|"]
-        for row in m["results"]:
-            lines.append(
-                f"| {row['system']} | {row['precision']:.3f} | [{row['precision_ci_low']:.3f}, "
-                f"{row['precision_ci_high']:.3f}] | {row['n_samples']:,} |"
-            )
-    for note in m.get("diagnostics", {}).get("notes", []):
-        lines += ["", f"Note: {note}"]
-    if outcome.missing:
-        lines += ["", f"**Awaiting labels**: {outcome.missing:,} items, task at `{outcome.task}`."]
-    return "\n".join(lines)
-
-
-@flow(name="compare-systems", log_prints=True)
-def compare_systems(
-    systems: dict[str, str],
-    budget: int,
-    out: str = "prdist-runs",
-    labels: str | None = None,
-    seed: int = 0,
-    distribution: str = "uniform",
-    k: int | None = None,
-    power: float | None = None,
-    allocation: str = "even",
-    weights: str = "overlap",
-    confidence: float = 0.95,
-    exhaustive: str | None = None,
-    scheduler: str | None = None,
-    storage_options: dict | SecretStr | None = None,
-    key: str = "key",
-    score: str = "score",
-    aggregate: str = "majority",
-) -> str:
-    """Compare the systems ``{name: Parquet URL}`` under a total budget of draws; return the run directory.
-
-    ``distribution`` is "uniform", "top_k" (with ``k``) or "score_power" (with ``power``). When
-    drawn items lack labels the run holds ``annotation_task.csv``/``.jsonl`` and the flow ends in
-    the state named "AwaitingLabels".
-    """
-    params = cmp.CompareParams(
-        budget=budget, seed=seed, distribution=SamplingDistribution(distribution, k=k, power=power),
-        allocation=allocation, weights=weights, confidence=confidence,
-    )  # fmt: skip
-    storage_options = unsealed(storage_options)
-    opened = open_systems_task(systems, storage_options, key, score)
-    sample_of = None
-    if exhaustive is not None:
-        sample_of = exhaustive_task(exhaustive, opened[0].resource.key_kind, storage_options)
-    with one_cluster():  # the draw and the item columns share one Dask cluster, started when first needed
-        drawn = sample_task(opened, params, sample_of, scheduler)
-        labeled = labels_task(drawn, labels, storage_options, aggregate)
-        # What an annotator reads about each awaiting item: read only when some item awaits.
-        items = items_task(opened, drawn, labeled, scheduler) if labeled.missing else None
-    estimates = estimate_task(labeled, drawn, params) if labeled.missing == 0 else None
-    outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, storage_options, items)
-    return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-comparison", waiting_for="drawn items")
+compare_systems = flow(name="compare-systems", log_prints=True)(_compare_systems.compare_systems)

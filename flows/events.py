@@ -29,7 +29,7 @@ import os
 import pandas as pd
 
 from flows._policies import in_flow_run
-from flows._runner import configured_api
+from flows._runner import configured_api, may_have_api
 from prdist.dataflow.history import run_changes
 from prdist.dataflow.run import strict_json
 from prdist.dataflow.storage import join_url
@@ -51,7 +51,7 @@ DELIVERY_TIMEOUT = 30.0
 
 def events_enabled() -> bool:
     """Whether events go anywhere: inside a flow run, or with a configured Prefect API."""
-    return in_flow_run() or configured_api() is not None
+    return in_flow_run() or (may_have_api() and configured_api() is not None)
 
 
 def _emit(name: str, resource: dict, payload: dict, related: list[dict] | None = None):

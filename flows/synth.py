@@ -1,29 +1,14 @@
-"""Prefect flow: write a synthetic resource with known precision (a population score model)."""
+"""Prefect flow: write a synthetic resource with known precision (a population score model).
+
+The flow that deployments name (``flows.synth.synthesize_resource``). Its body, with its step,
+is ``flows/_synth.py``, which imports no Prefect: the command line's in-process runner calls
+that body, and only a flow run pays for Prefect.
+"""
 
 from __future__ import annotations
 
 from prefect import flow
-from pydantic import SecretStr
 
-from flows._policies import IO_RETRIES, step, unsealed
-from prdist.dataflow.cluster import dask_client
-from prdist.dataflow.synth import model_from_description, write_synthetic
+from flows import _synth
 
-
-@step(**IO_RETRIES)
-def write_task(model, n: int, out: str, order: str, seed: int, partitions: int | None, storage_options: dict | None, scheduler: str | None) -> str:
-    with dask_client(scheduler, items=n) as client:
-        resource = write_synthetic(model, n=n, out=out, partitions=partitions, order=order, seed=seed, storage_options=storage_options, client=client)
-    return resource.url
-
-
-@flow(name="synthesize-resource", log_prints=True)
-def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: int = 0, partitions: int | None = None, storage_options: dict | SecretStr | None = None, scheduler: str | None = None) -> str:
-    """Write ``n`` items drawn from ``model`` to ``out``; return its URL.
-
-    ``model`` is a prdist.population model, or its JSON description ``{"family": ...,
-    "parameters": ...}`` (the form deployments pass and synthetic resources record).
-    """
-    if isinstance(model, dict):
-        model = model_from_description(model)
-    return write_task(model, n, out, order, seed, partitions, unsealed(storage_options), scheduler)
+synthesize_resource = flow(name="synthesize-resource", log_prints=True)(_synth.synthesize_resource)

@@ -448,9 +448,7 @@ def _cmd_run(args) -> int:
     # A run that exists is found before any cluster or orchestrator starts: a no-op is instant.
     outcome = _committed_run(parameters, storage_options)
     if outcome is None:
-        from flows.evaluate_release import evaluate_release
-
-        outcome = _run_flow(evaluate_release, parameters, storage_options, args)
+        outcome = _run_flow("evaluate_release", "evaluate_release", parameters, storage_options, args)
     from .dataflow.summary import run_summary
 
     print(run_summary(outcome.url, storage_options=storage_options))
@@ -487,21 +485,26 @@ def _committed_run(parameters: dict, storage_options):
     return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)
 
 
-def _run_flow(flow, parameters: dict, storage_options, args):
-    """Run ``flow``: on the configured Prefect API (or with --prefect), else in-process."""
-    from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
+def _run_flow(module: str, name: str, parameters: dict, storage_options, args):
+    """Run the flow ``flows.<module>.<name>``: on the configured Prefect API (or with --prefect),
+    else its body in-process (:func:`flows._runner.run_flow`)."""
     from flows._runner import run_flow
 
-    return run_flow(flow, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=_on_prefect(args))
+    if _on_prefect(args):
+        from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
+
+        return run_flow(module, name, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=True)
+    return run_flow(module, name, {**parameters, "storage_options": storage_options}, on_prefect=False)
 
 
 def _on_prefect(args) -> bool:
     """Whether this command's flows run on Prefect: --prefect or a configured API (decided once)."""
     if getattr(args, "on_prefect", None) is None:
-        from flows._runner import configured_api
+        from flows._runner import configured_api, may_have_api
 
-        args.on_prefect = bool(args.prefect or configured_api())
-        _quiet_prefect_console(args)  # Prefect, imported, logs to the console on either runner
+        args.on_prefect = bool(args.prefect or (may_have_api() and configured_api()))
+        if "prefect" in sys.modules:
+            _quiet_prefect_console(args)  # Prefect, once imported, logs to the console on either runner
     return args.on_prefect
 
 
@@ -539,11 +542,9 @@ def _demo_resource(args, storage_options) -> str:
     if exists(fs, path, where=url):
         read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
-    from flows.synth import synthesize_resource
-
     model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
     parameters = dict(model=model, n=args.demo_n, out=url, order="sorted", seed=args.seed, scheduler=args.scheduler)
-    return _run_flow(synthesize_resource, parameters, storage_options, args).url
+    return _run_flow("synth", "synthesize_resource", parameters, storage_options, args).url
 
 
 def _add_compare(sub) -> None:
@@ -650,15 +651,13 @@ def _cmd_compare(args) -> int:
     if args.power is not None:
         check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
     storage_options = _storage_options(args)
-    from flows.compare_systems import compare_systems  # Prefect: imported only once the input is valid
-
     parameters = dict(
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
         distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
         confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler, key=args.key, score=args.score,
         aggregate=args.aggregate,
     )  # fmt: skip
-    outcome = _run_flow(compare_systems, parameters, storage_options, args)
+    outcome = _run_flow("compare_systems", "compare_systems", parameters, storage_options, args)
     _say_where_it_ran(args)
     url = outcome.url
     if outcome.awaiting:
@@ -1046,11 +1045,11 @@ def console_main() -> None:
 
     pyarrow's C++ thread pools can abort the process while the interpreter finalises, after the
     command has done all its work and printed its result: "terminate called without an active
-    exception", exit 134 (apache/arrow#34314 and #39862, open upstream). Here it ended 1 of 96
-    runs when 8 ran at once on 2 cores. So the command flushes its output, runs the atexit
+    exception", exit 134 (apache/arrow#34314 and #39862, open upstream). Here it ended 1 of 224
+    runs made 8 at a time on 2 cores. So the command flushes its output, runs the atexit
     handlers (logging's, Prefect's log and event workers'), and leaves with ``os._exit``: the
-    exit code is the command's, and the race with finalisation is never entered. Tests and
-    notebooks call :func:`main`, which returns normally.
+    exit code is the command's, and the race with finalisation is never entered (nor its last
+    garbage collection, about 0.1 s). Tests and notebooks call :func:`main`, which returns normally.
     """
     import atexit
 

@@ -91,7 +91,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 from scipy.special import xlogy
 
 from ._validation import as_label_array, check_confidence, check_int
@@ -329,6 +328,10 @@ def monotone_rate_test(plan: PaulaPlan, labels, *, replicates=199, seed=0) -> Mo
     c, n = known_ones[keep], known[keep]
     if c.size < 2:
         return MonotoneRateTest(0.0, 1.0, replicates, seed, int(c.size), c / np.maximum(n, 1))
+    # Here, not at the top: scipy.optimize takes a fifth of a second to import, and a run without
+    # labels yet (the first run of a release) fits nothing.
+    from scipy.optimize import isotonic_regression
+
     mu = isotonic_regression(c / n, weights=n, increasing=False).x
     observed = _deviance(c, n, mu)
     rng = np.random.default_rng(seed)

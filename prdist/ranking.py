@@ -147,11 +147,13 @@ def sorted_block_order(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
     >>> sorted_block_order(np.array([3.0, 2.0, 2.0, 1.0]), np.array([7, 8, 9, 10])).tolist() in ([0, 1, 2, 3], [0, 2, 1, 3])
     True
     """
-    ordinals = descending_ordinal(scores)
-    before, after = ordinals[:-1], ordinals[1:]
-    if np.all(after > before):
+    # Finite scores compare as their ordinals do (-0.0 and 0.0 alike): the common checks need no
+    # ordinals.
+    before, after = scores[:-1], scores[1:]
+    if np.all(after < before):
         return np.arange(scores.size)
-    if np.any(after < before):
+    ordinals = descending_ordinal(scores)
+    if np.any(after > before):
         return rank_sort(ordinals, key_hash(keys), keys)
     same = after == before
     tied = np.zeros(scores.size, dtype=bool)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from flows._runner import run_flow
-from flows.compare_systems import compare_systems
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.storage import filesystem, join_url
 
@@ -14,7 +13,7 @@ def compare_in_process(systems, *, out: str, params, labels: str | None = None, 
                        storage_options: dict | None = None, scheduler: str | None = None) -> RunOutcome:
     """Run ``compare_systems`` in-process for ``params`` (a CompareParams); its run as a RunOutcome."""
     d = params.distribution
-    done = run_flow(compare_systems, dict(
+    done = run_flow("compare_systems", "compare_systems", dict(
         systems=dict(systems), budget=params.budget, out=out, labels=labels, seed=params.seed,
         distribution=d.kind, k=d.k, power=d.power, allocation=params.allocation, weights=params.weights,
         confidence=params.confidence, exhaustive=exhaustive, scheduler=scheduler, storage_options=storage_options,

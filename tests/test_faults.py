@@ -95,7 +95,7 @@ def small_release(tmp_path_factory):
 
 @pytest.mark.parametrize("crash_at", ["bounds.parquet", "report.html", "manifest.json"])
 def test_a_crash_between_artifact_writes_leaves_no_run_and_the_rerun_completes_it(tmp_path, small_release, dask_client, monkeypatch, crash_at):
-    import flows.evaluate_release as flow_module
+    import flows._evaluate_release as flow_module
     from prdist.dataflow.artifacts import RunDirectory
 
     args = ["--resource", small_release, "--oracle-column", "label", "--eps", "0.1", "--window", "20",

@@ -89,6 +89,23 @@ def test_a_cluster_and_in_process_computing_write_the_same_run_directory(tmp_pat
     assert run_files(alone) == run_files(clustered)
 
 
+def test_one_thread_and_several_write_the_same_run_directory(tmp_path, monkeypatch):
+    from prdist.dataflow import executor
+    from test_select import shuffled, write_files
+
+    # Unsorted, tied scores, five files: five partitions per pass, a selection of several passes
+    # and the key-hash pass of the exact precision, each pass's tasks finishing in any order.
+    keys, scores, labels = shuffled(40_000, 11, decimals=2)
+    release = write_files(tmp_path / "release", {"key": keys, "score": scores, "label": labels}, files=5, row_group_size=2_000)
+    args = ["--resource", release, "--oracle-column", "label", "--eps", "0.1", "--window", "20", "--bands"]
+    runs = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(executor, "THREADS", threads)
+        runs[threads], _ = run(*args, "--out", str(tmp_path / f"threads-{threads}"))
+    assert (Path(runs[1]) / "exact.parquet").exists()
+    assert run_files(runs[1]) == run_files(runs[3])
+
+
 def _modules_after(argv: list[str], cwd: Path, heavy=HEAVY) -> dict:
     """Run ``prdist argv`` in a fresh interpreter; which heavy modules it imported, and its exit code."""
     code = (
@@ -123,6 +140,19 @@ def test_quick_commands_import_neither_prefect_nor_dask_nor_scipy_stats(tmp_path
     task = out.strip().splitlines()[-1]
     assert _modules_after(["labels", "export", "--run", task, "--out", str(tmp_path / "task.csv")], tmp_path) == {"status": 0, "loaded": []}
     assert _modules_after(args, tmp_path) == {"status": 3, "loaded": []}
+
+    # A fresh run in-process (no Prefect API, no scheduler): Prefect, Dask and distributed are
+    # not imported at all (the flow's body runs as a plain function, the passes on threads).
+    fresh = ["run", "--resource", release, "--oracle-column", "label", "--eps", "0.1", "--window", "20",
+             "--out", str(tmp_path / "fresh")]
+    assert _modules_after(fresh, tmp_path, heavy=("prefect", "dask", "distributed")) == {"status": 0, "loaded": []}
+    # A settings file that names no API is no reason to import Prefect either.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / ".env").write_text("AWS_REGION=eu-west-1\n")
+    assert _modules_after(fresh, tmp_path, heavy=("prefect",)) == {"status": 0, "loaded": []}
+    (tmp_path / "pyproject.toml").write_text("[tool.prefect.api]\nurl = 'http://127.0.0.1:9/api'\n")
+    assert _modules_after(["run", "--resource", release, "--out", str(tmp_path / "other")], tmp_path,
+                          heavy=("prefect",))["loaded"] == ["prefect"]
 
 
 def test_every_public_name_is_importable_from_prdist():

@@ -197,15 +197,17 @@ def test_every_prefect_task_keeps_its_result_in_memory():
     from prefect import Task
     from prefect.cache_policies import NO_CACHE
 
-    from flows._policies import transient
+    from flows._policies import Step, transient
 
     tasks = {}
     for info in pkgutil.iter_modules(flows.__path__):
         module = importlib.import_module(f"flows.{info.name}")
         for name, obj in vars(module).items():
+            if isinstance(obj, Step) and obj.fn.__module__ == module.__name__:
+                obj = obj.task  # the Prefect task a flow run runs
             if isinstance(obj, Task) and obj.fn.__module__ == module.__name__:
                 tasks[f"{info.name}.{name}"] = obj
-    assert len(tasks) >= 10 and "evaluate_release.extract_task" in tasks
+    assert len(tasks) >= 10 and "_evaluate_release.extract_task" in tasks
     for name, task in tasks.items():
         # Results hold opened resources (filesystems with credentials) and data read from input.
         assert task.cache_policy is NO_CACHE, name

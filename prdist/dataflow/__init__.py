@@ -9,6 +9,8 @@
   hold them.
 - :mod:`~prdist.dataflow.select`: the items at given ranks of an unsorted resource, without a
   sort or a shuffle.
+- :mod:`~prdist.dataflow.exact`: the exact precision of a simulation at given ranks, counted in
+  a pass over the score and label columns.
 - :mod:`~prdist.dataflow.labels`: the shared, append-only label store and annotation tasks.
 - :mod:`~prdist.dataflow.artifacts`: run directories committed by a create-only manifest.
 - :mod:`~prdist.dataflow.evaluate` and :mod:`~prdist.dataflow.run`: the steps of an evaluation

@@ -3,9 +3,12 @@
 DESIGN. Stage functions never see the engine: a step (order, extract, select, compare) hands
 this module a plain function and the items to map it over; this module decides where it runs.
 
-- ``client=None`` always means *in-process*, in the caller's thread, with no Dask at all (not
-  "Dask's current scheduler"): the same function over the same items, so the Dask path equals
-  the in-memory one by construction.
+- ``client=None`` always means *in-process*, with no Dask at all (not "Dask's current
+  scheduler"): the same function over the same items, so the Dask path equals the in-memory one
+  by construction. The passes (:func:`run_tasks`, :func:`map_reduce`) and the writers
+  (:func:`run_all`) run their tasks on a few threads of this process (:data:`THREADS`): Parquet
+  decoding and encoding and the NumPy kernels release the GIL for much of a task, and results are
+  taken in item order, so they are the same on any number of threads.
 - :func:`map_partitions` submits one task per item; objects shared by many tasks (the Parquet
   footers of :class:`~prdist.dataflow.parquet.Partition`, kilobytes each) are scattered to the
   cluster once, not embedded in every task.
@@ -29,11 +32,14 @@ in tasks: the step's function and :func:`_call_with_footers`, which puts the foo
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import ipaddress
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 from .parquet import Footer, Partition
-from .progress import report_progress
+from .progress import ProgressLine, report_progress
 
 __all__ = [
     "Started",
@@ -51,26 +57,77 @@ __all__ = [
 #: How many partial results one merge task combines in :func:`map_reduce`'s tree.
 FAN_IN = 8
 
+#: Threads of an in-process pass: one per core available to this process, at most 4 (a local
+#: cluster's default number of workers).
+THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def _in_order(function, items, *args, **kwargs):
+    """Yield ``function(item, *args, **kwargs)`` for every item, in item order, computed on
+    :data:`THREADS` threads; at most two results per thread wait to be taken, so a caller that
+    folds them holds a bounded number at once."""
+    items = list(items)
+    progress = ProgressLine(len(items), _label(function))
+    threads = min(THREADS, len(items))
+    if threads <= 1:
+        for item in items:
+            result = function(item, *args, **kwargs)
+            progress.tick()
+            yield result
+        return
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="prdist-pass")
+    pending = collections.deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(function, item, *args, **kwargs))
+            if len(pending) >= 2 * threads:
+                yield _taken(pending.popleft(), progress)
+        while pending:
+            yield _taken(pending.popleft(), progress)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # on an error: the queued tasks never start
+
+
+def _taken(future, progress: ProgressLine):
+    result = future.result()
+    progress.tick()
+    return result
+
+
+def _all_in_process(function, items, *args, **kwargs) -> list:
+    """``[function(item, *args, **kwargs) for item in items]`` on :data:`THREADS` threads; every
+    task ends before the first failure in item order is raised (writers: see :func:`run_all`)."""
+    items = list(items)
+    threads = min(THREADS, len(items))
+    if threads <= 1:
+        return [function(item, *args, **kwargs) for item in items]
+    with ThreadPoolExecutor(threads, thread_name_prefix="prdist-write") as pool:
+        futures = [pool.submit(function, item, *args, **kwargs) for item in items]
+    return [future.result() for future in futures]  # every task has ended: the pool was shut down
+
 
 def _label(function) -> str:
     """The progress label of a step: ``_histogram_task`` -> "histogram"."""
     return function.__name__.strip("_").replace("_task", "").replace("_", " ")
 
 
-def run_tasks(client, function, partitions, *args):
-    """Run ``function(partition, *args)`` for every partition: on ``client``, or in-process.
+def run_tasks(client, function, partitions, *args, broadcast=None):
+    """Run ``function(partition, *args, **broadcast)`` for every partition: on ``client``, or in-process.
 
     Returns the results in the order of ``partitions``; the first failed task's exception is
-    raised (after every future is released).
+    raised (after every future is released). ``broadcast``: keyword arguments every task
+    shares, sent to every worker once (each worker then holds one object for all its tasks).
     """
+    broadcast = dict(broadcast or {})
     if client is None:
-        return [function(p, *args) for p in partitions]
-    futures, shipped = map_partitions(client, function, partitions, *args)
+        return list(_in_order(function, partitions, *args, **broadcast))
+    shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
+    futures, shipped = map_partitions(client, function, partitions, *args, **shared)
     try:
         report_progress(futures, _label(function))
         return client.gather(futures)
     finally:
-        for future in [*futures, *shipped]:
+        for future in [*futures, *shipped, *shared.values()]:
             future.release()
 
 
@@ -82,7 +139,7 @@ def run_all(client, function, items, *args, broadcast=None) -> list:
     """
     broadcast = dict(broadcast or {})
     if client is None:
-        return [function(item, *args, **broadcast) for item in items]
+        return _all_in_process(function, items, *args, **broadcast)
     shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}
     futures = [client.submit(function, item, *args, **shared, pure=False) for item in items]
     try:
@@ -215,7 +272,7 @@ def map_reduce(client, function, merge, partitions, *, broadcast=None, **kwargs)
     """``merge`` of ``function(partition, **kwargs, **broadcast)`` over every partition.
 
     ``merge(*parts)`` must be associative and commutative in effect (counts, minima, maxima):
-    in-process the parts are folded one at a time, on a cluster merged in a tree of
+    in-process the parts are folded one at a time in partition order, on a cluster merged in a tree of
     :data:`FAN_IN` parts per task, so that no single task or the client holds them all.
     ``broadcast``: keyword arguments every task shares (a table of intervals), sent to every
     worker once.
@@ -223,8 +280,7 @@ def map_reduce(client, function, merge, partitions, *, broadcast=None, **kwargs)
     broadcast = dict(broadcast or {})
     if client is None:
         total = None
-        for partition in partitions:
-            part = function(partition, **kwargs, **broadcast)
+        for part in _in_order(function, partitions, **kwargs, **broadcast):
             total = part if total is None else merge(total, part)
         return total
     shared = {name: client.scatter(value, broadcast=True, hash=False) for name, value in broadcast.items()}

@@ -76,7 +76,7 @@ def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict) -> list[pd.DataFrame]:
-    """Read blocks of row groups whole, order each by rank, keep the wanted positions.
+    """Read blocks of row groups whole, order each by rank, keep the wanted positions (one frame).
 
     The blocks of one task mostly lie in one file, which is opened once for all of them, with
     the footer ``open_resource`` read (``footers``: path -> FileMetaData): on object storage a
@@ -84,7 +84,7 @@ def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict)
     read.
     """
     blocks, footers = task
-    frames = []
+    positions, found_keys, found_scores, found_extras = [], [], [], []
     with contextlib.ExitStack() as stack:
         opened: dict[str, pq.ParquetFile] = {}
 
@@ -108,9 +108,15 @@ def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict)
             scores = np.concatenate(score_parts)
             take = sorted_block_order(scores, keys)[wanted - start]
             check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
-            extras_table = pa.concat_tables(extra_parts, promote_options="permissive").take(pa.array(take)) if extras else None
-            frames.append(result_frame(wanted, keys[take], scores[take], extras_table))
-    return frames
+            if extras:
+                found_extras.append(pa.concat_tables(extra_parts, promote_options="permissive").take(pa.array(take)))
+            positions.append(wanted)
+            found_keys.append(keys[take])
+            found_scores.append(scores[take])
+    # One frame per task, not per block: a pandas frame costs a millisecond, and a task may hold
+    # a hundred blocks.
+    extras_table = pa.concat_tables(found_extras, promote_options="permissive") if extras else None
+    return [result_frame(np.concatenate(positions), np.concatenate(found_keys), np.concatenate(found_scores), extras_table)]
 
 
 def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_block_rows: int = DEFAULT_BLOCK_ROWS) -> pd.DataFrame:

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DataError
-from ..ranking import rank_order
 from ..report import render_report
 from . import evaluate as ev
+from . import exact
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .labels import export_annotation_task
 from .extract import extract_ranks
@@ -85,23 +85,16 @@ def read_items(url: str, resource: Resource) -> pd.DataFrame:
 EXACT_LIMIT = 10_000_000
 
 
-def exact_precision(resource: Resource, ranks: np.ndarray) -> pd.DataFrame | None:
+def exact_precision(resource: Resource, ranks: np.ndarray, items: pd.DataFrame | None = None, *, client=None) -> pd.DataFrame | None:
     """The exact precision at ``ranks`` from the resource's oracle column (simulations only).
 
-    Reads the key, score and label columns whole and orders them with the core's tie-break, so
-    it is done only for resources of at most ``EXACT_LIMIT`` items; None otherwise.
+    Counted in one pass over the score and label columns, the items at ``ranks`` taken from the
+    extracted ``items`` where they are (:func:`prdist.dataflow.exact.exact_precision`); done for
+    resources of at most ``EXACT_LIMIT`` items, None otherwise.
     """
     if resource.label is None or resource.n > EXACT_LIMIT:
         return None
-    columns = [resource.key, resource.score, resource.label]
-    tables = [pq.read_table(resource.fs.open(path, "rb"), columns=columns) for path in resource.files]
-    table = pa.concat_tables(tables)
-    keys = table.column(resource.key).to_numpy()
-    scores = table.column(resource.score).to_numpy().astype(np.float64)
-    labels = table.column(resource.label).to_numpy().astype(np.float64)
-    y = np.cumsum(labels[rank_order(scores, keys)])
-    ranks = np.asarray(ranks, dtype=np.int64)
-    return pd.DataFrame({"rank": ranks, "precision": y[ranks - 1] / ranks})
+    return exact.exact_precision(resource, ranks, items, client=client)
 
 
 def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: str,

@@ -54,6 +54,7 @@ groups with :func:`prdist.dataflow.parquet.row_groups_of`.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -141,6 +142,12 @@ class _IntervalTable:
     hi: np.ndarray  # uint64
     score_buckets: tuple[float, float] | None  # see _IntervalSet
 
+    @functools.cached_property
+    def locator(self) -> _Locator:
+        """The lookup structure of these intervals, built once per table: once per pass
+        in-process, once per worker on a cluster (every pass broadcasts its table)."""
+        return _Locator(self)
+
     @classmethod
     def of(cls, intervals, score_buckets=None) -> _IntervalTable:
         return cls(
@@ -198,10 +205,13 @@ class _IntervalSet:
         with np.errstate(over="ignore"):
             return _linear_slots(scores, *self.score_buckets, 1 << self.TABLE_BITS)
 
-    def find(self, values: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
-        """Id of the interval holding each value, or -1 (``scores``: the scores of the ordinals
-        ``values``, needed with ``score_buckets``)."""
-        found = np.full(values.shape, -1, dtype=np.int64)
+    def find(self, values: np.ndarray | None = None, *, scores: np.ndarray | None = None) -> np.ndarray:
+        """Id of the interval holding each value, or -1. Score ordinals may come as ``scores``
+        instead: with ``score_buckets`` their ordinals are then computed only for the few items
+        in a marked bucket."""
+        if values is None and self.score_buckets is None:
+            values = descending_ordinal(scores)
+        found = np.full((values if values is not None else scores).shape, -1, dtype=np.int64)
         if self.lo.size == 0:
             return found
         if self.score_buckets is not None:
@@ -213,7 +223,7 @@ class _IntervalSet:
             bucket >>= self.shift
             np.minimum(bucket, self.last_bucket, out=bucket)
         maybe = np.flatnonzero(self.marked[bucket])
-        near = values[maybe]
+        near = values[maybe] if values is not None else descending_ordinal(scores[maybe])
         slot = np.searchsorted(self.lo, near, side="right") - 1
         inside = slot >= 0
         slot = np.maximum(slot, 0)
@@ -239,11 +249,12 @@ class _Locator:
     def needs_keys(self) -> bool:
         return bool(self.ties)
 
-    def locate(self, ordinals: np.ndarray, keys: np.ndarray | None, scores: np.ndarray):
+    def locate(self, scores: np.ndarray, keys: np.ndarray | None):
         """Return (interval id or -1 per item, key hashes of the items in tie intervals or None)."""
-        found = self.scores.find(ordinals, scores)
+        found = self.scores.find(scores=scores)
         if not self.ties:
             return found, None
+        ordinals = descending_ordinal(scores)
         in_tie = np.flatnonzero(np.isin(ordinals, self.tie_values))
         hashes = key_hash(keys[in_tie])
         tie_of = ordinals[in_tie]
@@ -262,7 +273,7 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
     counts = np.zeros(bins.total, dtype=np.int64)
     locator = None
     if bins.linear is None:  # equal score bins hold every item: nothing to locate
-        locator = _Locator(bins.intervals)
+        locator = bins.intervals.locator
         lo, shift, offset = bins.intervals.lo, bins.shifts, bins.offsets
         smallest = np.full(bins.total, _FULL, dtype=np.uint64)
         largest = np.zeros(bins.total, dtype=np.uint64)
@@ -274,17 +285,17 @@ def _histogram_task(partition: Partition, fs, columns, bins: _Bins, names: dict)
             # Equal score bins have known edges (_linear_edges): counting is all it takes.
             np.add.at(counts, _linear_slots(scores, *bins.linear, bins.total), 1)
             continue
-        ordinals = descending_ordinal(scores)
         keys = keys_of(table, key, group.where) if locator.needs_keys else None
-        found, tied = locator.locate(ordinals, keys, scores)
-        # The value binned: the score ordinal, or the key hash inside a run of tied scores.
-        values = ordinals
-        if tied is not None:
-            values = ordinals.copy()
-            values[tied[0]] = tied[1]
+        found, tied = locator.locate(scores, keys)
         hit = np.flatnonzero(found >= 0)
         ids = found[hit]
-        values = values[hit]
+        # The value binned: the score ordinal, or the key hash inside a run of tied scores.
+        if tied is None:
+            values = descending_ordinal(scores[hit])
+        else:
+            values = descending_ordinal(scores)
+            values[tied[0]] = tied[1]
+            values = values[hit]
         slots = offset[ids] + ((values - lo[ids]) >> shift[ids]).astype(np.int64)
         # ufunc.at, not bincount: no fresh array of every bin per row group.
         np.add.at(counts, slots, 1)
@@ -365,15 +376,15 @@ def _merge(*parts):
     return counts, smallest, largest
 
 
-def _extract_task(partition: Partition, fs, columns, extras, intervals: _IntervalTable, names: dict):
+def _extract_task(partition: Partition, fs, columns, extras, names: dict, *, intervals: _IntervalTable):
     key, score = columns
-    locator = _Locator(intervals)
+    locator = intervals.locator
     pieces = []
     for group in row_groups_of(fs, partition, names):
         table = group.read([score, key])
         scores = scores_of(table, score, group.where)
         keys = keys_of(table, key, group.where)
-        found, _ = locator.locate(descending_ordinal(scores), keys, scores)
+        found, _ = locator.locate(scores, keys)
         hit = np.flatnonzero(found >= 0)
         if hit.size == 0:
             continue
@@ -435,8 +446,8 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
                          url=resource.url)
 
     final.sort(key=lambda iv: iv.start)
-    pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras,
-                       _IntervalTable.of(final, score_buckets), names)
+    pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras, names,
+                       broadcast={"intervals": _IntervalTable.of(final, score_buckets)})
     bytes_read += score_bytes + key_bytes
     frame = _ranked_candidates(resource, partitions, pieces, final, positions, extras)
     frame.attrs = {

@@ -1,0 +1,129 @@
+"""The evaluate-release flow's body: evaluate one release of a ranked resource.
+
+open -> plan -> extract the planned items -> labels -> estimate -> (bands) -> write the run.
+Wiring only: every step calls one function of ``prdist``. Steps are :func:`flows._policies.step`
+tasks: task runs on Prefect (the flow ``flows.evaluate_release.evaluate_release`` is this body),
+the plain functions when the command line runs the body in-process (``flows/_runner.py``), which
+then imports no Prefect. The steps that compute drive Dask through a ``distributed.Client`` of one
+cluster per run (started when first needed, none below the size where one pays); retries are on
+the I/O steps only. The extraction of planned items (the expensive pass over the resource) is
+staged as a Parquet file keyed by the input fingerprint and the parameters, so a rerun after a
+crash or after labels arrive resumes there; the run itself is found by its id and not redone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import SecretStr  # the storage options' annotation, which Prefect resolves here
+
+from flows._policies import IN_MEMORY, IO_RETRIES, conclude, log_dashboard, run_artifacts, step, unsealed
+from flows.events import announce_evaluation
+from prdist.dataflow import evaluate as ev
+from prdist.dataflow.cluster import dask_client, one_cluster
+from prdist.dataflow.artifacts import RunOutcome
+from prdist.dataflow.run import (
+    cutoff_bounds,
+    exact_precision,
+    extract_items,
+    open_for_run,
+    summary_markdown,
+    write_run,
+)
+
+
+@step(**IO_RETRIES)
+def open_resource_task(url: str, storage_options: dict | None, key: str, score: str, oracle_column: str | None):
+    return open_for_run(url, storage_options=storage_options, key=key, score=score, oracle_column=oracle_column)
+
+
+@step(**IN_MEMORY)
+def plan_task(n: int, params: ev.EvaluationParams) -> ev.PlannedRanks:
+    return ev.make_plan(n, params)
+
+
+@step(**IO_RETRIES)
+def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: str) -> str:
+    with dask_client(scheduler, items=resource.n) as client:
+        log_dashboard(client)
+        return extract_items(resource, ranks, client=client, staging=staging)
+
+
+@step(**IO_RETRIES)
+def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: str | None):
+    from prdist.dataflow.run import read_items
+
+    items = read_items(items_url, resource)
+    return items, ev.resolve_labels(items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options,
+                                    rule=params.aggregate)
+
+
+@step(**IN_MEMORY)
+def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.EvaluationParams) -> ev.Estimate:
+    return ev.estimate(planned, labels, params)
+
+
+@step(**IN_MEMORY)
+def bands_task(planned: ev.PlannedRanks, items, labels: np.ndarray, params: ev.EvaluationParams, scheduler: str | None,
+               settled: np.ndarray | None = None):
+    if planned.in_band_arm is None:
+        return None
+    with dask_client(scheduler) as client:
+        log_dashboard(client)
+        return ev.bands(planned, items, labels, params, client=client, settled=settled)
+
+
+@step(**IO_RETRIES)
+def exact_task(resource, bounds_ranks: np.ndarray, items, scheduler: str | None):
+    with dask_client(scheduler, items=resource.n) as client:
+        return exact_precision(resource, bounds_ranks, items, client=client)
+
+
+@step(**IO_RETRIES)
+def write_task(resource, planned, items, resolution, estimate, params, out: str, bands, exact, series: str | None) -> RunOutcome:
+    return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands, exact=exact, series=series)
+
+
+def evaluate_release(
+    resource: str,
+    out: str = "prdist-runs",
+    method: str = "paula",
+    eps: float = 0.03,
+    window: int = 100,
+    r_tilde: int | None = None,
+    confidence: float | None = 0.95,
+    labels: str | None = None,
+    oracle_column: str | None = None,
+    bands: bool = False,
+    seed: int = 0,
+    scheduler: str | None = None,
+    storage_options: dict | SecretStr | None = None,
+    key: str = "key",
+    score: str = "score",
+    aggregate: str = "majority",
+    series: str | None = None,
+) -> str:
+    """Evaluate the resource at ``resource`` and write one run directory under ``out``.
+
+    Returns the run directory's URL. When planned labels are missing the flow still writes a
+    complete run with conservative bounds plus ``annotation_task.csv``/``.jsonl``, and ends in
+    the state named "AwaitingLabels". ``series`` names the line of releases the run belongs to
+    (``prdist history``); default: the resource URL's parent.
+    """
+    params = ev.EvaluationParams(
+        method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
+        seed=seed, oracle_column=oracle_column, bands=bands, aggregate=aggregate,
+    )
+    with one_cluster():  # one Dask cluster for every step of the run, started when first needed
+        res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
+        planned = plan_task(res.n, params)
+        items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
+        items, resolution = labels_task(items_url, res, params, labels)
+        est = estimate_task(planned, resolution.labels, params)
+        pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
+        # In simulation the truth is known: record the exact precision beside the bounds.
+        exact = exact_task(res, est.bounds["rank"].to_numpy(), items, scheduler) if oracle_column else None
+        outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
+    # Events for automations (none in-process without a Prefect API): the run, and a certain change.
+    announce_evaluation(outcome, method=method, runs=out, storage_options=res.storage_options)
+    run_artifacts(outcome, cutoff_bounds(est, res.n))
+    return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")
