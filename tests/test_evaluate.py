@@ -91,6 +91,23 @@ def test_sampling_methods_write_the_same_bounds_schema(method, truth):
     )
     assert inside.mean() > 0.9  # pointwise / simultaneous 95 % intervals, one draw
     assert np.unique(planned.role).tolist() in (["random"], ["prefix", "stratum"])
+    assert result.bounds["rank"].iloc[-1] == keys.size  # the report and run summary read rank n
+
+
+def test_stratified_bounds_reach_n_past_the_last_grid_point():
+    # 300,000 is not a grid point (eps 0.03): the grid stops at 294,211, and the run's report
+    # once refused the table. The row at n extends the last interval without assumptions.
+    n = 300_000
+    params = ev.EvaluationParams(method="stratified", seed=1)
+    planned = ev.make_plan(n, params)
+    grid_end = planned.plan.grid[-1]
+    assert grid_end < n
+    for labels in (np.ones(planned.ranks.size), np.zeros(planned.ranks.size)):  # extremes of the yield past g_L
+        bounds = ev.estimate(planned, labels, params).bounds
+        last, at_grid_end = bounds.iloc[-1], bounds[bounds["rank"] == grid_end].iloc[0]
+        assert last["rank"] == n
+        assert last["yield_lower"] == pytest.approx(at_grid_end["yield_lower"])
+        assert last["yield_upper"] == pytest.approx(at_grid_end["yield_upper"] + n - grid_end)
 
 
 def test_oracle_column_must_hold_zero_one():

@@ -361,7 +361,7 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         diagnostics = {"method": "random", "pointwise_confidence": 1 - params.delta}
     else:
         est = estimate_stratified(plan, labels, delta=params.delta)
-        ranks, lower, upper = est.grid, est.grid_lower, est.grid_upper
+        ranks, lower, upper = _through_n(est.grid, est.grid_lower, est.grid_upper, plan.n)
         diagnostics = {"method": "stratified", "simultaneous_confidence": 1 - params.delta}
     table = pd.DataFrame(
         {
@@ -373,6 +373,27 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         }
     )
     return Estimate(table, {}, None, diagnostics)
+
+
+def _through_n(ranks: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):
+    """Stratified intervals on their grid, plus rank ``n`` where the grid ends before it.
+
+    Algorithm 1's grid stops at g_L, the last grid point <= n, and no draw covers (g_L, n]. The
+    row at n holds without any assumption on those ranks: at least the yield at g_L, at most that
+    plus n - g_L. As g_L > n / (1 + eps), it widens the interval by less than eps / (1 + eps).
+
+    Examples
+    --------
+    >>> r, lo, hi = _through_n(np.array([10, 20]), np.array([0.5, 0.4]), np.array([0.7, 0.6]), 25)
+    >>> r.tolist(), lo.tolist(), hi.tolist()
+    ([10, 20, 25], [0.5, 0.4, 0.32], [0.7, 0.6, 0.68])
+    """
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if ranks.size == 0 or ranks[-1] >= n:
+        return ranks, lower, upper
+    last = ranks[-1]
+    return (np.append(ranks, n), np.append(lower, lower[-1] * last / n),
+            np.append(upper, (upper[-1] * last + (n - last)) / n))
 
 
 def with_every_label(table: pd.DataFrame, ranks: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
