@@ -401,7 +401,7 @@ def _add_run(sub) -> None:
     add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
     add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
     add("--seed", type=int, default=0, metavar="S", help="seed of every random draw (default 0)")
-    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
+    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: in-process threads; a local cluster from 2^31 items)")
     _add_storage_options(add, "for --resource/--out/--labels")
     _add_key_score(add)
     add("--demo-n", dest="demo_n", type=int, default=2_000_000, metavar="N", help="items of the demo's synthetic resource (default 2,000,000)")
@@ -503,6 +503,8 @@ def _on_prefect(args) -> bool:
         from flows._runner import configured_api, may_have_api
 
         args.on_prefect = bool(args.prefect or (may_have_api() and configured_api()))
+        if args.on_prefect:
+            import prefect  # noqa: F401 (--prefect alone does not import it: quiet its console before the run)
         if "prefect" in sys.modules:
             _quiet_prefect_console(args)  # Prefect, once imported, logs to the console on either runner
     return args.on_prefect
@@ -593,7 +595,7 @@ def _add_compare(sub) -> None:
     )  # fmt: skip
     add("--confidence", type=float, default=0.95, metavar="C", help="level of the intervals, in (0, 1) (default 0.95)")
     _add_aggregate(add)
-    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: a local cluster)")
+    add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: in-process threads; a local cluster from 2^31 items)")
     _add_storage_options(add, "for every URL")
     _add_key_score(add, "of every system")
     _add_prefect_option(add)
@@ -1046,19 +1048,24 @@ def console_main() -> None:
     pyarrow's C++ thread pools can abort the process while the interpreter finalises, after the
     command has done all its work and printed its result: "terminate called without an active
     exception", exit 134 (apache/arrow#34314 and #39862, open upstream). Here it ended 1 of 224
-    runs made 8 at a time on 2 cores. So the command flushes its output, runs the atexit
-    handlers (logging's, Prefect's log and event workers'), and leaves with ``os._exit``: the
-    exit code is the command's, and the race with finalisation is never entered (nor its last
-    garbage collection, about 0.1 s). Tests and notebooks call :func:`main`, which returns normally.
+    runs made 8 at a time on 2 cores. So the command does what the interpreter does first when it
+    exits, in the same order: it runs threading's exit hooks (Prefect drains its events worker
+    there: task-run states and prdist's events) and waits for non-daemon threads, then the atexit
+    handlers (logging's, which flushes Prefect's API log handler); it then flushes its output and
+    leaves with ``os._exit``. The exit code is the command's, and the race with finalisation is
+    never entered (nor its last garbage collection, about 0.1 s). Tests and notebooks call
+    :func:`main`, which returns normally.
     """
     import atexit
+    import threading
 
     code = main()
     try:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):  # a reader that went away (`prdist budget | head`)
         pass
-    atexit._run_exitfuncs()  # what finalisation would run first, in the same order
+    threading._shutdown()  # Py_FinalizeEx's first step: threading's exit hooks, then non-daemon threads joined
+    atexit._run_exitfuncs()  # its next one
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

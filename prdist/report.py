@@ -881,18 +881,19 @@ def _worst_band(bands: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _bands_note(about: Mapping, has_worst: bool) -> str:
-    """What the bands assume about the arm items nobody can judge, and the worst case without it."""
+    """What the bands assume about the arm items nobody can judge, and how much it matters."""
     left_out = about.get("cannot_judge_left_out")
     if not (_is_number(left_out) and left_out > 0):
         return ""
     text = f"{_int(left_out)} arm items nobody can judge are left out, assuming they are missing at random."
     if has_worst:
-        text += (" Without that assumption (dashed): at each recall level, the lowest lower and the highest "
-                 "upper band with those items missing at random, all incorrect and all correct "
-                 "(precision_worst_low / precision_worst_high in bands.parquet)")
+        text += (" Sensitivity (dashed): at each recall level, the lowest lower and the highest upper band "
+                 "with those items missing at random, all incorrect and all correct "
+                 "(precision_worst_low / precision_worst_high in bands.parquet); a truth mixing correct "
+                 "and incorrect ones can fall outside at some recall levels")
         widths = (about.get("band_mean_width"), about.get("worst_mean_width"))
         if all(_is_number(w) for w in widths):
-            text += f"; mean width {_num(widths[0], 3)} under the assumption, {_num(widths[1], 3)} without it"
+            text += f"; mean width {_num(widths[0], 3)} under the assumption, {_num(widths[1], 3)} over the three"
         text += "."
     return f'<p class="note">{_esc(text)}</p>'
 

@@ -228,12 +228,21 @@ def _console(tmp_path, *argv: str, before: str = "") -> subprocess.CompletedProc
 def test_the_command_exits_with_its_code_after_its_output_and_atexit_handlers(tmp_path, capsys):
     # console_main leaves by os._exit (pyarrow's thread pools can abort interpreter finalisation):
     # nothing that finalisation would have done for the command may be lost.
-    marker = tmp_path / "atexit-ran"
-    before = f"import atexit, pathlib\natexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('yes'))"
+    # What the interpreter would do, in its order: threading's exit hooks (Prefect drains its
+    # events worker there), then joining non-daemon threads, then the atexit handlers.
+    order = tmp_path / "order"
+    before = (
+        "import atexit, pathlib, threading, time\n"
+        f"log = pathlib.Path({str(order)!r})\n"
+        "def note(what):\n    with log.open('a') as fh: fh.write(what + ' ')\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), note('thread')), daemon=False).start()\n"
+        "threading._register_atexit(lambda: note('threading-hook'))\n"
+        "atexit.register(lambda: note('atexit'))"
+    )
     done = _console(tmp_path, "budget", "--n", "1000000000", before=before)
     assert main(["budget", "--n", "1000000000"]) == 0
     assert done.returncode == 0 and done.stdout == capsys.readouterr().out  # every line, flushed
-    assert marker.read_text() == "yes"
+    assert order.read_text().split() == ["threading-hook", "thread", "atexit"]
     bad = _console(tmp_path, "budget", "--n", "0")
     assert bad.returncode == 2 and bad.stderr.startswith("prdist: error: The '--n' parameter") and bad.stdout == ""
 

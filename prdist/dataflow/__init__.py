@@ -14,7 +14,7 @@
 - :mod:`~prdist.dataflow.labels`: the shared, append-only label store and annotation tasks.
 - :mod:`~prdist.dataflow.artifacts`: run directories committed by a create-only manifest.
 - :mod:`~prdist.dataflow.evaluate` and :mod:`~prdist.dataflow.run`: the steps of an evaluation
-  (plan, extract, labels, estimate, bands, write), which ``flows/evaluate_release.py`` wires.
+  (plan, extract, labels, estimate, bands, write), which ``flows/_evaluate_release.py`` wires.
 - :mod:`~prdist.dataflow.compare`: several systems or releases sharing labels.
 - :mod:`~prdist.dataflow.synth`: synthetic resources with known truth.
 - :mod:`~prdist.dataflow.ranked`: a ranked copy of a resource (one Dask sort), for cheap reads.

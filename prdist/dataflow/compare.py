@@ -2,7 +2,7 @@
 
 Systems are Parquet resources (``key``, ``score``) on any fsspec URL; the estimators are those of
 :mod:`prdist.importance` (Chaganty et al., EMNLP 2017). One comparison runs these steps, each a
-function here that the Prefect flow ``flows/compare_systems.py`` calls as one task:
+function here that the Prefect flow ``flows/_compare_systems.py`` calls as one task:
 
 1. **Open** every system from its Parquet metadata (:func:`open_systems`): row counts, row groups,
    fingerprint. All systems type their keys alike: a key is one item in every system and in the

@@ -1,7 +1,7 @@
 """One evaluation of a ranked resource, as steps that the flow wires together.
 
 open -> plan -> extract the planned items -> labels -> estimate -> (bands) -> write. Each step is
-a plain function of plain inputs; the Prefect flow in ``flows/evaluate_release.py`` only calls
+a plain function of plain inputs; the flow body in ``flows/_evaluate_release.py`` only calls
 them in order, and tests call them directly.
 """
 
@@ -182,8 +182,8 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     The arm is an i.i.d. sample of the resource, which is what the bootstrap needs; dropping items
     still awaiting labels could bias it, so bands wait for them. Items nobody can judge
     (``settled``: True where the unknown label will never come) are left out under the stated
-    assumption that they are missing at random, and the worst case without that assumption is
-    added: see :func:`with_worst_case`. ``attrs`` record how many were left out. With no such
+    assumption that they are missing at random, and the bands with them all incorrect and all
+    correct are added as a sensitivity analysis: see :func:`with_worst_case`. ``attrs`` record how many were left out. With no such
     item the table is the bands alone (no worst-case columns: there is no assumption to bound).
     """
     from .bands import bootstrap_bands  # distributed: imported by the step that needs it
@@ -221,8 +221,10 @@ def with_worst_case(bands: pd.DataFrame, if_incorrect: pd.DataFrame, if_correct:
     recall level, the lowest ``band_lower`` and the highest ``band_upper`` of the three. Taken
     pointwise over recall because imputing moves recall as well as precision (an item made
     correct joins the positives, so every recall level shifts): neither imputation is the lower
-    or the upper one at every level. No assumption on the unjudged items is needed for these
-    limits, only the bootstrap's own. ``attrs`` gain the figures (mean band widths, the
+    or the upper one at every level. For the same reason these limits are a sensitivity analysis,
+    not assumption-free: precision at a fixed recall does not move one way with each label, so a
+    truth that mixes correct and incorrect unjudged items (correct near the top, incorrect near
+    the bottom) can fall outside them at some recall levels. ``attrs`` gain the figures (mean band widths, the
     prevalence under each imputation) and a sentence saying what the columns are.
 
     Examples
@@ -244,7 +246,8 @@ def with_worst_case(bands: pd.DataFrame, if_incorrect: pd.DataFrame, if_correct:
     out.attrs.update(
         worst_case=("precision_worst_low / precision_worst_high: at each recall level, the lowest lower and the "
                     "highest upper simultaneous band with the items nobody can judge missing at random, all "
-                    "incorrect and all correct (no assumption on those items)"),
+                    "incorrect and all correct: a sensitivity analysis, not a guarantee (a truth mixing "
+                    "correct and incorrect ones can fall outside at some recall levels)"),
         band_mean_width=float(np.mean(out["band_upper"] - out["band_lower"])),
         worst_mean_width=float(np.mean(out["precision_worst_high"] - out["precision_worst_low"])),
         prevalence_if_incorrect=if_incorrect.attrs.get("prevalence"),
