@@ -503,8 +503,6 @@ def _on_prefect(args) -> bool:
         from flows._runner import configured_api, may_have_api
 
         args.on_prefect = bool(args.prefect or (may_have_api() and configured_api()))
-        if args.on_prefect:
-            import prefect  # noqa: F401 (--prefect alone does not import it: quiet its console before the run)
         if "prefect" in sys.modules:
             _quiet_prefect_console(args)  # Prefect, once imported, logs to the console on either runner
     return args.on_prefect
