@@ -579,3 +579,25 @@ def test_s3_round_trip(tmp_path, s3_server, s3_url, dask_client):
     assert fs.exists(f"{remote.url}/manifest.json")
     pd.testing.assert_frame_equal(remote_frame, pd.read_parquet(os.path.join(local.url, "compare.parquet")))
     assert options["secret"] not in json.dumps(remote.manifest)
+
+
+def test_keys_of_a_system_without_item_columns_are_described_by_the_next_one(tmp_path):
+    """sys0 has only key and score: its keys take their columns from the next system that outputs
+    them and has some, and a key only sys0 outputs gets an empty row (the task is still written)."""
+    frames, _ = synthetic(21)
+    described = with_item_columns(frames)
+    described["sys0"] = frames["sys0"]
+    systems = cmp.open_systems(write_systems(described, tmp_path, row_group_size=7))
+    drawn = cmp.draw_sample(systems, cmp.CompareParams(budget=90, seed=3))
+    keys = drawn.sample.keys
+    items = cmp.item_columns(systems, drawn, np.ones(keys.size, dtype=bool))
+    assert len(items) == keys.size
+    empty = 0
+    for key, text in zip(keys, items["text"]):
+        holders = [n for n in ("sys1", "sys2") if key in set(described[n]["key"])]
+        if holders:
+            assert text == f"text of {key} in {holders[0]}"
+        else:
+            assert pd.isna(text)
+            empty += 1
+    assert empty > 0  # the seed draws keys that only sys0 outputs

@@ -587,9 +587,10 @@ def _nullable_integers(dtype: pa.DataType):
 def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None) -> pd.DataFrame:
     """The item columns of the drawn keys ``wanted``, read where the join found them.
 
-    Every key's columns come from the *first* system (in the order given) that outputs it, whole:
-    where two systems output one key with different item columns, the first system's values are
-    taken, and a column only a later system has stays empty for that key. Only the row groups
+    Every key's columns come from the *first* system (in the order given) that outputs it and has
+    item columns, whole: where two systems output one key with different item columns, the first
+    system's values are taken, and a column only a later system has stays empty for that key (a
+    key that no system with item columns outputs gets an empty row). Only the row groups
     holding a wanted key in its first system are read, and only the key and item columns of those
     (:func:`item_column_names`): a targeted pass after the join, so that a rerun whose drawn items
     are all labeled reads nothing.
@@ -617,12 +618,14 @@ def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None
         raise ParameterError("item_columns needs a DrawnSample from draw_sample and one flag per drawn key.")
     chosen = np.flatnonzero(wanted)
     locations = drawn.locations[chosen]
-    # Every drawn key is in the system that drew it, so some system holds each.
-    first = np.argmax(locations[:, :, 0] >= 0, axis=1)
+    described = np.array([bool(item_column_names(s.resource)) for s in systems])
+    holds = (locations[:, :, 0] >= 0) & described
+    # The first describing system of each key; -1 where none outputs it.
+    first = np.where(holds.any(axis=1), np.argmax(holds, axis=1), -1)
     found, frames, bytes_read = [], [], 0
     for j, system in enumerate(systems):
         columns, mine = item_column_names(system.resource), np.flatnonzero(first == j)
-        if not columns or not mine.size:
+        if not mine.size:
             continue
         res = system.resource
         items, units = _item_reads(res, locations[mine, j], mine, drawn.sample.keys[chosen[mine]])
@@ -635,7 +638,7 @@ def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None
     else:
         out = pd.concat(frames, ignore_index=True, sort=False)
         out.index = np.concatenate(found)
-        out = out.sort_index().reset_index(drop=True)
+        out = out.reindex(range(chosen.size))
     out.attrs["bytes_read"] = int(bytes_read)
     return out
 
