@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import logging
 import os
@@ -493,6 +494,8 @@ def _run_flow(module: str, name: str, parameters: dict, storage_options, args):
     if _on_prefect(args):
         from flows._policies import sealed  # Prefect records flow parameters: credentials go sealed
 
+        importlib.import_module(f"flows.{module}")  # imports Prefect, which sets up its console logging
+        _quiet_prefect_console(args)  # before a failing task logs its traceback there
         return run_flow(module, name, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=True)
     return run_flow(module, name, {**parameters, "storage_options": storage_options}, on_prefect=False)
 
