@@ -36,3 +36,23 @@ def test_in_process_passes_report_progress_at_a_terminal_too(monkeypatch):
     monkeypatch.setattr("sys.stderr", pipe)
     executor.map_reduce(None, _double_task, lambda a, b: a + b, range(12))
     assert pipe.getvalue() == ""
+
+
+def test_a_failed_in_process_pass_ends_its_progress_line(monkeypatch):
+    """The error printed after a failed pass starts a line of its own, on one thread and on several."""
+    import pytest
+
+    from prdist.dataflow import executor
+
+    def _fragile_task(item):
+        if item == 9:
+            raise ValueError("bad partition")
+        return item
+
+    for threads in (1, 2):
+        monkeypatch.setattr(executor, "THREADS", threads)
+        terminal = Terminal()
+        monkeypatch.setattr("sys.stderr", terminal)
+        with pytest.raises(ValueError):
+            executor.run_tasks(None, _fragile_task, range(12))
+        assert "fragile: " in terminal.getvalue() and terminal.getvalue().endswith("\n"), threads

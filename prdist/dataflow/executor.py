@@ -69,23 +69,23 @@ def _in_order(function, items, *args, **kwargs):
     items = list(items)
     progress = ProgressLine(len(items), _label(function))
     threads = min(THREADS, len(items))
-    if threads <= 1:
-        for item in items:
-            result = function(item, *args, **kwargs)
-            progress.tick()
-            yield result
-        return
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="prdist-pass")
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="prdist-pass") if threads > 1 else None
     pending = collections.deque()
     try:
         for item in items:
+            if pool is None:
+                yield function(item, *args, **kwargs)
+                progress.tick()
+                continue
             pending.append(pool.submit(function, item, *args, **kwargs))
             if len(pending) >= 2 * threads:
                 yield _taken(pending.popleft(), progress)
         while pending:
             yield _taken(pending.popleft(), progress)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # on an error: the queued tasks never start
+        progress.close()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # on an error: the queued tasks never start
 
 
 def _taken(future, progress: ProgressLine):

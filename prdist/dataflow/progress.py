@@ -32,6 +32,12 @@ class ProgressLine:
             if self.done == self.total:
                 self.stream.write("\n")
 
+    def close(self) -> None:
+        """End a line left unfinished (a pass that failed), so that the error starts a line of its own."""
+        if self.active and 0 < self.done < self.total:
+            self.stream.write("\n")
+            self.stream.flush()
+
 
 def report_progress(futures, label: str) -> None:
     """Count ``futures`` of a cluster's pass as they finish, on one stderr line (:class:`ProgressLine`)."""
