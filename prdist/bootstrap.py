@@ -340,12 +340,13 @@ def recall_grid(eps_beta=DEFAULT_EPS_BETA, size=DEFAULT_GRID_SIZE) -> np.ndarray
 def replicate_batch_sizes(replicates) -> tuple[int, ...]:
     """Sizes of the seeded replicate batches: a function of ``replicates`` only.
 
-    A batch is one Dask task; it holds at most 512 replicates (a replicate costs tens of
-    microseconds whatever the sample size, see :func:`run_replicate_batch`), which amortises a
-    task's overhead of about a millisecond. The number of batches is the smallest multiple of 8
+    A batch is the unit of randomness: it draws from its own seed, so the batches, and with them
+    the bits of every replicate, depend on ``replicates`` only, never on the number of workers (a
+    Dask task runs a share of consecutive batches, see :mod:`prdist.dataflow.bands`). A batch
+    holds at most 512 replicates (a replicate costs tens of microseconds whatever the sample
+    size, see :func:`run_replicate_batch`). The number of batches is the smallest multiple of 8
     within that limit (or ``replicates``, if smaller), and the replicates are spread over them as
-    evenly as possible (sizes differ by at most one, larger first): 1, 2, 4 or 8 workers then get
-    equal shares that end together. Never depends on the number of workers.
+    evenly as possible (sizes differ by at most one, larger first).
 
     Examples
     --------
@@ -583,8 +584,8 @@ class BootstrapSetup:
         n*+ log_ratio_positive + (n - n*+) log_ratio_negative (both 0 without importance).
     """
 
-    positive_law: EmpiricalLaw | SmoothedLaw
-    negative_law: EmpiricalLaw | SmoothedLaw
+    positive_law: EmpiricalLaw | SmoothedLaw | LawSource
+    negative_law: EmpiricalLaw | SmoothedLaw | LawSource
     n_positive: int
     n_negative: int
     beta: np.ndarray

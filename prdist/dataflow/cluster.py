@@ -120,8 +120,8 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None, ite
         ``scheduler-address`` setting (``DASK_SCHEDULER_ADDRESS``) is used when set, as on a
         Kubernetes work pool; otherwise, for a pass of :data:`LOCAL_CLUSTER_FROM_ITEMS` items or
         more, a local cluster of one single-threaded worker process per core is started and
-        closed afterwards (single-threaded because the kernels are NumPy loops that hold the GIL
-        between calls).
+        closed afterwards (single-threaded workers: a pass's parallelism is its tasks, spread over
+        the worker processes).
     workers : int, optional
         Number of local workers (default: the number of cores, at most 4).
     items : int, optional
@@ -179,7 +179,7 @@ def _new_client(scheduler: str | None, workers: int | None):
         # The dashboard needs bokeh, an optional dependency: served (on a free port) when it is installed.
         dashboard = importlib.util.find_spec("bokeh") is not None
         with dask.config.set(WORKER_MALLOC_CONFIG), LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_kwargs={"dashboard": dashboard}, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
-            client.register_plugin(_quiet_plugin_class()())
+            client.register_plugin(__getattr__("QuietPrdistErrors")())  # the one class, made on first use
             if dashboard:
                 print(f"prdist: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
             yield client

@@ -563,10 +563,10 @@ def _items_task(item, fs, key: str, columns: list[str], names: dict):
     The key is read too and must be the one the join found there: a file replaced since would
     otherwise lend another item's columns.
     """
-    (path, groups), footer = item
+    (path, groups), footers = item
     display = names[path]
     positions, frames = [], []
-    with open_parquet(fs, path, display=display, footer=footer) as parquet:
+    with open_parquet(fs, path, display=display, footer=footers.get(path)) as parquet:
         for index, rows, wanted_positions, expected in groups:
             group = RowGroupReader(parquet, index, display)
             table = group.read([key, *columns]).take(pa.array(rows))
@@ -644,15 +644,17 @@ def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None
 
 
 def _item_reads(res, locations: np.ndarray, positions: np.ndarray, keys: np.ndarray) -> tuple[list, list[int]]:
-    """The tasks of :func:`item_columns` for one system: one per file, ((path, groups), footer)
-    with groups [(row-group index, rows, positions, keys)], and the row groups read."""
+    """The tasks of :func:`item_columns` for one system: one per file, ((path, groups), {path:
+    footer}) with groups [(row-group index, rows, positions, keys)] (the footer read at opening,
+    shipped once by the executor, as the draws' tasks get it), and the row groups read."""
     by_file: dict[int, list] = {}
     order = np.argsort(locations[:, 0], kind="stable")
     units, starts = np.unique(locations[order, 0], return_index=True)
     for unit, at in zip(units.tolist(), np.split(order, starts[1:])):
         rg = res.row_groups[unit]
         by_file.setdefault(rg.file, []).append((rg.index, locations[at, 1], positions[at], keys[at]))
-    return [((res.files[f], groups), res.footer(f)) for f, groups in by_file.items()], units.tolist()
+    footers = {f: {} if res.footer(f) is None else {res.files[f]: res.footer(f)} for f in by_file}
+    return [((res.files[f], groups), footers[f]) for f, groups in by_file.items()], units.tolist()
 
 
 def draw_sample(systems, params: CompareParams, *, extra_keys=None, client=None,
