@@ -496,17 +496,17 @@ def _tail_floor(plan: PaulaPlan, tail: int) -> int:
 def _log_mgf(x: np.ndarray, rho: np.ndarray) -> np.ndarray:
     """ψ(x; ρ) = log E exp(x (v - ρ)) for v ~ Bernoulli(ρ), stable for every x and ρ in [0, 1]."""
     x, rho = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(rho, dtype=np.float64))
-    out = np.zeros(x.shape)
+    out = np.zeros(x.shape)  # 0 where ρ is 0 or 1: v is constant
     inner = (rho > 0.0) & (rho < 1.0)
-    xs, rs = x[inner], rho[inner]
-    small = np.abs(xs) <= 1.0
+    small = inner & (np.abs(x) <= 1.0)
+    large = inner & ~small
+    # Each form only where it applies: evaluating both everywhere doubled the cost of ψ, which is
+    # most of the cost of a run's bounds.
+    xs, rs = x[small], rho[small]
+    out[small] = np.log1p(rs * np.expm1(xs)) - xs * rs
+    xl, rl = x[large], rho[large]
     with np.errstate(over="ignore", divide="ignore"):
-        log_term = np.where(
-            small,
-            np.log1p(rs * np.expm1(np.where(small, xs, 0.0))),
-            np.logaddexp(np.log1p(-rs), np.log(rs) + xs),
-        )
-    out[inner] = log_term - xs * rs
+        out[large] = np.logaddexp(np.log1p(-rl), np.log(rl) + xl) - xl * rl
     return out
 
 
@@ -552,12 +552,14 @@ def _chernoff_margins(coef, sizes, lo, hi, c) -> np.ndarray:
     lam = np.exp(np.arange(math.log(centre.min()) - _BRACKET, math.log(centre.max()) + _BRACKET, _GRID_STEP))
     coef = coef[:, live]
     previous = np.concatenate((np.zeros((coef.shape[0], 1)), coef[:, :-1]), axis=1)
-    rows, cols = np.nonzero(coef != previous)
-    w, lo_, hi_ = sizes[rows, None], lo[rows, None], hi[rows, None]
-    change = w * (
-        _max_log_mgf(coef[rows, cols][:, None] * lam, lo_, hi_)
-        - _max_log_mgf(previous[rows, cols][:, None] * lam, lo_, hi_)
-    )
+    rows, cols = np.nonzero(coef != previous)  # row by row, each row's changes in column order
+    after = _max_log_mgf(coef[rows, cols][:, None] * lam, lo[rows, None], hi[rows, None])
+    # Before a change a stretch has the coefficient its previous change set (0 before its first,
+    # and ψ(0; ρ) = 0): its term is that change's, not evaluated twice.
+    before = np.zeros_like(after)
+    same_row = rows[1:] == rows[:-1]
+    before[1:][same_row] = after[:-1][same_row]
+    change = sizes[rows, None] * (after - before)
     log_mgf = np.zeros((coef.shape[1], lam.size))
     np.add.at(log_mgf, cols, change)
     log_mgf = np.cumsum(log_mgf, axis=0)
