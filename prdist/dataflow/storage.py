@@ -794,4 +794,3 @@ def read_parquet(fh):
     import pyarrow.parquet as pq
 
     return pq.ParquetFile(fh, pre_buffer=True).read()  # read_table pre-buffers too: fewer requests
-
