@@ -15,9 +15,9 @@ checkout's ``prdist synth``) and read by both. Goals of issue 18: --help <= 0.5 
 
 ``--without-bytecode`` also times this checkout without ``.pyc`` files. The Makefile now installs
 the dependencies' bytecode (``uv pip sync --compile-bytecode``; uv, unlike pip, does not by
-default), and where ``PYTHONDONTWRITEBYTECODE`` is set (as on the development machine) a venv
-built without it compiles every imported module on every start. The column separates that gain
-from the code's.
+default) and that of prdist and flows (``compileall`` after the editable install), and where
+``PYTHONDONTWRITEBYTECODE`` is set (as on the development machine) a venv built without it
+compiles every imported module on every start. The column separates that gain from the code's.
 
 No Prefect API is configured (``PREFECT_API_URL`` is removed from the environment): the default of
 a new user. The 1-minute load average is printed beside every row: above the number of cores,

@@ -14,7 +14,7 @@ input, which is never pickled to Prefect's result store). Retries are on the I/O
 
 from __future__ import annotations
 
-from pydantic import SecretStr  # the storage options' annotation, which Prefect resolves here
+import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
 
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist.dataflow import compare as cmp
@@ -105,7 +105,7 @@ def compare_systems(
     confidence: float = 0.95,
     exhaustive: str | None = None,
     scheduler: str | None = None,
-    storage_options: dict | SecretStr | None = None,
+    storage_options: dict | pydantic.SecretStr | None = None,
     key: str = "key",
     score: str = "score",
     aggregate: str = "majority",

@@ -14,7 +14,7 @@ crash or after labels arrive resumes there; the run itself is found by its id an
 from __future__ import annotations
 
 import numpy as np
-from pydantic import SecretStr  # the storage options' annotation, which Prefect resolves here
+import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
 
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, log_dashboard, run_artifacts, step, unsealed
 from flows.events import announce_evaluation
@@ -96,7 +96,7 @@ def evaluate_release(
     bands: bool = False,
     seed: int = 0,
     scheduler: str | None = None,
-    storage_options: dict | SecretStr | None = None,
+    storage_options: dict | pydantic.SecretStr | None = None,
     key: str = "key",
     score: str = "score",
     aggregate: str = "majority",

@@ -6,7 +6,7 @@ The flow ``flows.synth.synthesize_resource`` is this body; the command line's in
 
 from __future__ import annotations
 
-from pydantic import SecretStr  # the storage options' annotation, which Prefect resolves here
+import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
 
 from flows._policies import IO_RETRIES, step, unsealed
 from prdist.dataflow.cluster import dask_client
@@ -20,7 +20,7 @@ def write_task(model, n: int, out: str, order: str, seed: int, partitions: int |
     return resource.url
 
 
-def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: int = 0, partitions: int | None = None, storage_options: dict | SecretStr | None = None, scheduler: str | None = None) -> str:
+def synthesize_resource(model, n: int, out: str, order: str = "sorted", seed: int = 0, partitions: int | None = None, storage_options: dict | pydantic.SecretStr | None = None, scheduler: str | None = None) -> str:
     """Write ``n`` items drawn from ``model`` to ``out``; return its URL.
 
     ``model`` is a prdist.population model, or its JSON description ``{"family": ...,

@@ -1015,6 +1015,10 @@ def main(argv=None) -> int:
     # With --prefect and no API, Prefect starts a temporary server; its 20 s default is not enough
     # on a busy machine (8 commands at once on 2 cores). Read when Prefect is imported, so set now.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    # NumPy's OpenBLAS starts its threads on import, and they spin ~0.1 s of CPU waiting for work
+    # (a run has none for them), taking a core from the command. Shortest spin before they sleep:
+    # their number, hence every result, stays the same. Read when NumPy is imported, so set now.
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)

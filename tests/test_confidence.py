@@ -13,6 +13,7 @@ from prdist.confidence import (
     _log_mgf,
     _max_log_mgf,
     _stretches,
+    _xlogy,
     confidence_margins,
     monotone_rate_test,
 )
@@ -73,6 +74,18 @@ def test_log_mgf_and_its_maximum_match_direct_evaluation():
         brute = _log_mgf(x, inside[None, :]).max(axis=1)
         best = _max_log_mgf(x[:, 0], lo, hi)
         assert np.all(best >= brute - 1e-12) and np.allclose(best, brute, rtol=1e-6, atol=1e-9)
+
+
+def test_xlogy_is_scipys_bit_for_bit():
+    from scipy.special import xlogy
+
+    edges = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 5e-324, 1e308, np.inf, -np.inf, np.nan])
+    x, y = np.meshgrid(edges, edges)
+    rng = np.random.default_rng(0)
+    # y near 1 and spread over the exponent range: where an AVX-512 np.log rounds differently
+    y_random = np.concatenate((rng.uniform(0.5, 2.0, 100_000), np.exp(rng.uniform(-700, 700, 100_000))))
+    for a, b in [(x, y), (rng.uniform(0, 100, y_random.size), y_random)]:
+        assert np.array_equal(_xlogy(a, b).view(np.int64), xlogy(a, b).view(np.int64))
 
 
 def exact_distribution(coefficients, rates):

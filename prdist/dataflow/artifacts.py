@@ -25,11 +25,10 @@ import platform
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import InputError
-from .storage import AlreadyExists, exists, filesystem, join_url, publish, resolve, write_bytes_exclusive, write_parquet
+from .storage import AlreadyExists, exists, filesystem, join_url, publish, read_parquet, resolve, write_bytes_exclusive, write_parquet
 
 __all__ = [
     "MANIFEST",
@@ -105,7 +104,7 @@ class RunDirectory:
     def read_table(self, name: str) -> pd.DataFrame:
         fs, path = self._fs_path(name)
         with fs.open(path, "rb") as fh:
-            return pq.read_table(fh).to_pandas()
+            return read_parquet(fh).to_pandas()
 
     def commit(self, manifest: dict) -> bool:
         """Write the manifest create-only. Returns False when another attempt committed first."""

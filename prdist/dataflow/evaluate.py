@@ -148,17 +148,20 @@ def with_band_arm(planned: PlannedRanks, arm: np.ndarray) -> PlannedRanks:
 
 def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
     """Plan the annotations of ``params.method`` (plus the bands' random arm) for ``n`` items."""
-    from ..sampling import plan_random, plan_stratified  # SciPy: imported by the steps that compute
-
+    # prdist.sampling is imported by the methods that use it (5 ms of every PAULA run otherwise).
     paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
     if params.method == "paula":
         role, grid_index = paula.roles()
         planned = PlannedRanks("paula", paula, paula.ranks, role, grid_index)
     elif params.method == "random":
+        from ..sampling import plan_random
+
         size = min(n, params.sample_size or paula.size)
         plan = plan_random(n, size=size, seed=params.seed)
         planned = PlannedRanks("random", plan, plan.ranks, np.full(plan.size, "random"), np.full(plan.size, -1, np.int32))
     else:
+        from ..sampling import plan_stratified
+
         plan = plan_stratified(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde, delta=params.delta, seed=params.seed)
         role, grid_index = plan.roles()
         planned = PlannedRanks("stratified", plan, plan.ranks, role, grid_index)
@@ -342,7 +345,6 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
     the run (the bands' random arm) where it tightens them: :func:`with_every_label`.
     """
     from ..bounds import paula_bounds
-    from ..sampling import estimate_random, estimate_stratified
 
     every = labels
     labels = planned.plan_labels(labels)
@@ -356,6 +358,8 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
             diagnostics["tightened_by_other_labels"] = int((table["yield_lower"] != b.table()["yield_lower"]).sum()
                                                            + (table["yield_upper"] != b.table()["yield_upper"]).sum())
         return Estimate(table, cutoffs, derived.average_precision_bounds(b), diagnostics, b)
+    from ..sampling import estimate_random, estimate_stratified  # as in make_plan
+
     plan = planned.plan
     if planned.method == "random":
         ranks = _evaluation_ranks(plan.n, params)

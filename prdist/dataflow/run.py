@@ -10,7 +10,6 @@ import time
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import DataError
 from ..report import render_report
@@ -23,7 +22,7 @@ from ..history import default_ranks
 from .history import default_series
 from .parquet import Resource, open_resource
 from .select import select_ranks
-from .storage import exists, filesystem, write_parquet
+from .storage import exists, filesystem, read_parquet, write_parquet
 
 __all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
 
@@ -74,7 +73,7 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str
 def read_items(url: str, resource: Resource) -> pd.DataFrame:
     fs, path = filesystem(url, resource.storage_options)
     with fs.open(path, "rb") as fh:
-        table = pq.read_table(fh)
+        table = read_parquet(fh)
     frame = table.to_pandas()
     meta = table.schema.metadata or {}
     frame.attrs["bytes_read"] = int(meta.get(b"prdist.bytes_read", b"0"))

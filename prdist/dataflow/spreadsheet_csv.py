@@ -71,7 +71,7 @@ def to_csv(frame: pd.DataFrame) -> bytes:
     safe = frame.rename(columns=lambda c: neutralise(str(c)))
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column].dtype):
-            safe[column] = safe[column].map(neutralise)
+            safe[column] = _edit_text(safe[column], _ESCAPED, neutralise)
     return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
 
 
@@ -81,5 +81,19 @@ def read_csv(fh, **options) -> pd.DataFrame:
     frame = frame.rename(columns=restore)
     for column in frame.columns:
         if not pd.api.types.is_numeric_dtype(frame[column].dtype):
-            frame[column] = frame[column].map(restore)
+            frame[column] = _edit_text(frame[column], _RESTORABLE, restore)
     return frame
+
+
+def _edit_text(column: pd.Series, pattern: re.Pattern, edit) -> pd.Series:
+    """``column.map(edit)``, where ``edit`` changes only the text cells that ``pattern`` matches.
+
+    A string column is matched in one vectorised pass and ``edit`` called on the few cells that
+    match: a Python call per cell cost a task of 30,000 items ~8 ms a column. Any other column
+    (object, categorical, ...) may hold values that are not text and is mapped cell by cell, and
+    so is a string column without any text, which ``map`` turns into a float (or null) column.
+    """
+    if not isinstance(column.dtype, pd.StringDtype) or not column.count():
+        return column.map(edit)
+    hit = column.str.match(pattern.pattern, na=False)
+    return column.mask(hit, column[hit].map(edit)) if hit.any() else column

@@ -56,6 +56,7 @@ __all__ = [
     "join_url",
     "parse_storage_options",
     "publish",
+    "read_parquet",
     "redact",
     "redact_url",
     "resolve",
@@ -776,3 +777,20 @@ def write_parquet(table, url, *, storage_options=None, exclusive: bool = True, *
 
     publish(location, write, exclusive=exclusive)
 
+
+def read_parquet(fh):
+    """The whole Parquet file open in ``fh`` as a pyarrow Table, as ``pyarrow.parquet.read_table``
+    reads it, without going through ``pyarrow.dataset`` (13 ms to import, of a run that needs it
+    for nothing else).
+
+    Examples
+    --------
+    >>> import io, pyarrow as pa, pyarrow.parquet as pq
+    >>> buffer = io.BytesIO()
+    >>> pq.write_table(pa.table({"rank": [1, 2]}), buffer)
+    >>> read_parquet(buffer).column("rank").to_pylist()
+    [1, 2]
+    """
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(fh, pre_buffer=True).read()  # read_table pre-buffers too: fewer requests

@@ -6,9 +6,8 @@ import json
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
-from .storage import exists, filesystem, join_url
+from .storage import exists, filesystem, join_url, read_parquet
 
 __all__ = ["awaiting_message", "run_summary"]
 
@@ -18,7 +17,7 @@ def _read(run: str, name: str, storage_options):
     if not exists(fs, path, where=run):
         return None
     with fs.open(path, "rb") as fh:
-        return json.load(fh) if name.endswith(".json") else pq.read_table(fh).to_pandas()
+        return json.load(fh) if name.endswith(".json") else read_parquet(fh).to_pandas()
 
 
 def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
