@@ -25,6 +25,7 @@ from ..errors import DataError
 from ..ranking import sorted_block_order
 from .executor import run_tasks
 from .parquet import (
+    DEFAULT_PARTITION_ROWS,
     Resource,
     check_labels,
     check_unique,
@@ -73,6 +74,25 @@ def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
             g0 = blocks.pop()[0]
         blocks.append((g0, g1))
     return blocks
+
+
+def _runs_of_rows(blocks: list[tuple[object, int]], max_rows: int) -> list[list]:
+    """``blocks`` (block, rows) cut into consecutive runs of at most ``max_rows`` rows (a larger
+    block alone), without their row counts.
+
+    Examples
+    --------
+    >>> _runs_of_rows([("a", 3), ("b", 3), ("c", 5), ("d", 9), ("e", 1)], 6)
+    [['a', 'b'], ['c'], ['d'], ['e']]
+    """
+    runs, rows = [], 0
+    for block, size in blocks:
+        if not runs or rows + size > max_rows:
+            runs.append([])
+            rows = 0
+        runs[-1].append(block)
+        rows += size
+    return runs
 
 
 def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict) -> list[pd.DataFrame]:
@@ -187,14 +207,19 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
     read_columns = [resource.key, resource.score, *extras]
     frames, bytes_read, groups_read = [], 0, 0
     if direct:
-        # One task per file (the file of a block's first row group): each footer is read once.
+        # Tasks of the blocks of one file (the file of a block's first row group), each reading up
+        # to a partition's rows: a file of many row groups gives the threads or workers several
+        # tasks (at 10^7 items one task per file left one of two threads idle), and every task
+        # opens its file with the footer open_resource read, so no footer is read again.
         by_file: dict[int, list] = {}
         for g0, g1, start, block_wanted in direct:
             refs = refs_of(resource, range(g0, g1 + 1))
-            by_file.setdefault(resource.row_groups[g0].file, []).append((refs, start, block_wanted))
+            rows = int(offsets[g1 + 1] - offsets[g0])
+            by_file.setdefault(resource.row_groups[g0].file, []).append(((refs, start, block_wanted), rows))
             bytes_read += resource.bytes_of(range(g0, g1 + 1), read_columns)
             groups_read += g1 - g0 + 1
-        tasks = [(blocks, footers_of(resource, file)) for file, blocks in by_file.items()]
+        tasks = [(chunk, footers_of(resource, file)) for file, blocks in by_file.items()
+                 for chunk in _runs_of_rows(blocks, DEFAULT_PARTITION_ROWS)]
         for found in run_tasks(client, _blocks_task, tasks, resource.fs, resource.key, resource.score, extras,
                                displays(resource)):
             frames += found

@@ -798,20 +798,30 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
 
 def check_unique(keys: np.ndarray, where: str) -> None:
     """Raise DataError naming an example when ``keys`` holds a duplicate."""
-    if keys.dtype.kind in "iu":
-        # Integer keys: NumPy's sort and a comparison of neighbours take a third of the time of
-        # pandas' hash table (the check of every row group a sorted extraction reads).
-        ordered = np.sort(keys)
-        if not np.any(ordered[1:] == ordered[:-1]):
-            return
+    if not _has_duplicates(keys):
+        return
     duplicated = pd.Series(keys).duplicated(keep=False).to_numpy()
-    if duplicated.any():
-        example = keys[int(np.flatnonzero(duplicated)[0])]
-        example = example.item() if isinstance(example, np.generic) else example
-        raise DataError(
-            f"The key {example!r} occurs more than once in {where} ({int(duplicated.sum())} rows share "
-            "a key with another). Keys must be unique: deduplicate the resource."
-        )
+    example = keys[int(np.flatnonzero(duplicated)[0])]
+    example = example.item() if isinstance(example, np.generic) else example
+    raise DataError(
+        f"The key {example!r} occurs more than once in {where} ({int(duplicated.sum())} rows share "
+        "a key with another). Keys must be unique: deduplicate the resource."
+    )
+
+
+#: Up to this many keys a hash table finds duplicates fastest; above, integer keys are sorted.
+HASHED_UNIQUE_MAX = 1 << 20
+
+
+def _has_duplicates(keys: np.ndarray) -> bool:
+    # The check of every block a sorted extraction reads, most often one row group. Measured on
+    # random int64 keys: 2^17 keys, pandas' hash table 2.3 ms against 5.3 ms for NumPy's sort and
+    # a comparison of neighbours; 2^22 keys, 0.49 s against 0.25 s (the table's probes leave the
+    # caches).
+    if keys.dtype.kind in "iu" and keys.size > HASHED_UNIQUE_MAX:
+        ordered = np.sort(keys)
+        return bool(np.any(ordered[1:] == ordered[:-1]))
+    return bool(pd.Series(keys).duplicated().any())
 
 
 def extra_columns(resource: Resource, columns) -> list[str]:
