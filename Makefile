@@ -37,9 +37,13 @@ test: $(STAMP) $(LS_STAMP)
 test-all: $(STAMP) $(LS_STAMP)
 	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest -q
 
-## lock: re-resolve requirements.lock from pyproject.toml (needs the registry)
+## lock: re-resolve requirements.lock from pyproject.toml, and the image's locks at its versions:
+## the product's dependencies only (runtime) and the build backend (build) (needs the registry)
 lock:
 	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 --extra test pyproject.toml -o requirements.lock
+	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 -c requirements.lock pyproject.toml -o deploy/requirements-runtime.lock
+	$(VENV)/bin/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires'], sep='\n')" \
+	  | $(VENV)/bin/uv pip compile --quiet --python-version 3.11 -c requirements.lock - -o deploy/requirements-build.lock
 	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 tests/label_studio/requirements.in -o tests/label_studio/requirements.lock
 
 clean:
