@@ -429,3 +429,63 @@ def test_daskcluster_workers_memory_limit_fits_their_container(daskcluster):
     (worker,) = daskcluster["spec"]["worker"]["spec"]["containers"]
     share = _memory_share(worker["args"], int(parse_quantity(worker["resources"]["limits"]["memory"])))
     assert WORKER_MEMORY_SHARE[0] <= share <= WORKER_MEMORY_SHARE[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The walkthrough's synthetic releases
+
+
+def walkthrough_commands(program: str) -> list[list[str]]:
+    """The ``program`` commands of deploy/README.md's walkthrough section, in order."""
+    import shlex
+
+    text = (DEPLOY / "README.md").read_text()
+    section = text[text.index("### A walkthrough: two synthetic releases") :]
+    section = section[: section.index("\n## ")]
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
+        for line in block.splitlines():
+            tokens = shlex.split(line.split("  #")[0])
+            if tokens and tokens[0] == program:
+                commands.append(tokens[1:])
+    return commands
+
+
+def _option(tokens: list[str], name: str, default: str | None = None) -> str | None:
+    return tokens[tokens.index(name) + 1] if name in tokens else default
+
+
+def _items(url: str) -> dict[int, tuple[float, int]]:
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(url, format="parquet").to_table(columns=["key", "score", "label"])
+    return dict(zip(table["key"].to_pylist(), zip(table["score"].to_pylist(), table["label"].to_pylist())))
+
+
+def test_walkthrough_releases_sharing_a_label_store_agree_on_every_key(tmp_path):
+    from prdist.cli import main
+
+    labels_default = read_env_file(DEPLOY / "prdist.env.example")["PRDIST_LABELS"]
+    local = {}  # release URL of the walkthrough -> the same release written here at a small n
+    for tokens in walkthrough_commands("prdist"):
+        if tokens[0] == "synth":
+            url = _option(tokens, "--out")
+            local[url] = str(tmp_path / url.removeprefix("s3://"))
+            small = [local[url] if t == url else t for t in tokens]
+            small[small.index("--n") + 1] = "3000"
+            assert main(small) == 0
+    stores = {}  # label store -> the synthetic releases announced with it
+    for tokens in walkthrough_commands("prdist"):
+        if tokens[0] == "release" and _option(tokens, "--resource") in local:
+            stores.setdefault(_option(tokens, "--labels", labels_default), set()).add(_option(tokens, "--resource"))
+    assert len(set().union(*stores.values())) >= 2, "the walkthrough announces two synthetic releases"
+    items = {url: _items(path) for url, path in local.items()}
+    for store, releases in stores.items():
+        for a in releases:
+            for b in releases - {a}:
+                shared = items[a].keys() & items[b].keys()
+                assert all(items[a][k] == items[b][k] for k in shared), f"{store}: {a} and {b} give one key to different items"
+    # Why the stores are separate (the README says so): synthetic keys are positions, the same
+    # whatever the seed or model, while the items differ.
+    first, second = list(items.values())[:2]
+    assert first.keys() == second.keys() and first != second
