@@ -489,3 +489,13 @@ def test_walkthrough_releases_sharing_a_label_store_agree_on_every_key(tmp_path)
     # whatever the seed or model, while the items differ.
     first, second = list(items.values())[:2]
     assert first.keys() == second.keys() and first != second
+
+
+def test_daskcluster_probes_watch_each_containers_own_health_endpoint(daskcluster):
+    for role, probes in (("scheduler", ("readinessProbe", "livenessProbe")), ("worker", ("livenessProbe",))):
+        (container,) = daskcluster["spec"][role]["spec"]["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        dashboard = _dask_option(container["args"], "--dashboard-address")
+        for probe in probes:
+            get = container[probe]["httpGet"]
+            assert get["path"] == "/health" and dashboard == f":{ports[get['port']]}", (role, probe)
