@@ -457,7 +457,7 @@ class _Axis:
     start: float  # pixel of lo
     end: float  # pixel of hi
     log: bool = False
-    integer: bool = False  # ticks at whole numbers only (counts such as releases)
+    names: tuple[str, ...] = ()  # a category axis: ticks at 1, 2, ... labeled with these names
 
     def pixels(self, values) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
@@ -469,8 +469,12 @@ class _Axis:
 
     def ticks(self) -> tuple[list[tuple[float, str]], list[float]]:
         """Major ticks with labels, and unlabeled minor ticks."""
+        if self.names:
+            fits = max(3, int(abs(self.end - self.start) / len(self.names) / 6.5))  # characters a slot holds at 12 px
+            return [(float(k), name if len(name) <= fits else name[: fits - 1] + "\u2026")
+                    for k, name in enumerate(self.names, start=1)], []
         if not self.log:
-            step = max(_nice_step(self.hi - self.lo, 6), 1.0) if self.integer else _nice_step(self.hi - self.lo, 6)
+            step = _nice_step(self.hi - self.lo, 6)
             first = math.ceil(self.lo / step - 1e-9)
             values = [k * step for k in range(first, int(math.floor(self.hi / step + 1e-9)) + 1)]
             return [(v, f"{v:.{_decimals(step)}f}") for v in values], []
@@ -513,7 +517,7 @@ class _Plot:
         x: tuple[float, float],
         y: tuple[float, float],
         xlog: bool = False,
-        xinteger: bool = False,
+        xnames: tuple[str, ...] = (),
         xlabel: str,
         ylabel: str,
         description: str,
@@ -521,7 +525,7 @@ class _Plot:
         self.fig_id = fig_id
         x0, x1 = self.LEFT, self.WIDTH - self.RIGHT
         y0, y1 = self.HEIGHT - self.BOTTOM, self.TOP
-        self.x = _Axis(x[0], x[1], x0, x1, log=xlog, integer=xinteger)
+        self.x = _Axis(x[0], x[1], x0, x1, log=xlog, names=tuple(xnames))
         self.y = _Axis(y[0], y[1], y0, y1)
         self.xlabel, self.ylabel, self.description = xlabel, ylabel, description
         self.background: list[str] = []  # drawn under the grid lines
@@ -1290,8 +1294,9 @@ def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
     sections = [
         "<header><h1>Precision across releases</h1><p>A change is marked only when it is certain: the "
         "interval of a release lies wholly below (down) or above (up) the previous release's at that rank. "
-        "Confidence bounds split their error budget over the releases of a series, so every mark of a "
-        "series holds at once with the stated confidence.</p></header>"
+        "Releases stand at the place in their series recorded when each was first evaluated. Confidence bounds "
+        "split their error budget over those places, so every mark of a series holds at once with the stated "
+        "confidence, under the bounds' model and for the verdicts as given.</p></header>"
     ]
     for number, (series, frame) in enumerate(history.groupby("series", sort=True)):
         sections.append(_history_series(number, str(series), frame, reports))
@@ -1299,16 +1304,18 @@ def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
 
 
 def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapping[str, str]) -> str:
-    runs = list(dict.fromkeys(frame["run_id"]))
-    place = {run: k for k, run in enumerate(runs, start=1)}
+    listing = frame.drop_duplicates("run_id")
+    place = dict(zip(listing["run_id"], listing["place"].astype(int)))
+    names = tuple(f"{p}. {name}" for p, name in zip(listing["place"].astype(int), listing["release"].astype(str)))
+    slot = {run: k for k, run in enumerate(listing["run_id"], start=1)}  # x position: one slot a release, by place
     parts = [f"<section><h2>Series {_esc(display_url(series))}</h2>"]
     figures = []
     for rank in sorted(frame["rank"].unique())[:_HISTORY_PLOTS]:
         at = frame[frame["rank"] == rank]
-        x = at["run_id"].map(place).to_numpy(dtype=np.float64)
+        x = at["run_id"].map(slot).to_numpy(dtype=np.float64)
         lo, hi = at["precision_lower"].to_numpy(dtype=np.float64), at["precision_upper"].to_numpy(dtype=np.float64)
-        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(runs), 1) + 0.5), xinteger=True, y=_value_range(lo, hi),
-                     xlabel="release (in the order evaluated)", ylabel=f"precision at rank {int(rank):,}",
+        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(names), 1) + 0.5), xnames=names, y=_value_range(lo, hi),
+                     xlabel="release (place in the series. name)", ylabel=f"precision at rank {int(rank):,}",
                      description=f"bounds on the precision at rank {int(rank):,} across releases")
         plot.band(x, lo, hi, fill="#9ecae1", opacity=0.6, label="guaranteed interval")
         plot.line(x, lo, color="#3182bd", label="lower bound")
@@ -1322,14 +1329,13 @@ def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapp
         figures.append(_figure(plot.svg(), f"Rank {int(rank):,}"))
     parts += figures
     changed = frame[frame["change"] != ""]
-    rows = [[_int(place[r.run_id]), _esc(r.run_id), _int(r.rank), _esc(r.change), _num(r.precision_lower), _num(r.precision_upper)]
+    rows = [[_int(place[r.run_id]), _esc(r.release), _esc(r.run_id), _int(r.rank), _esc(r.change), _num(r.precision_lower), _num(r.precision_upper)]
             for r in changed.itertuples()]
-    parts.append("<h3>Certain changes</h3>" + (_table(["release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 2, 4, 5))
+    parts.append("<h3>Certain changes</h3>" + (_table(["place", "release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 3, 5, 6))
                                                if rows else "<p>None: every interval overlaps the previous release's.</p>"))
-    listing = frame.drop_duplicates("run_id")
     rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(display_url(str(r.resource))), _int(r.n), _report_link(r.run_id, reports)]
             for r in listing.itertuples()]
-    parts.append("<h3>Runs</h3>" + _table(["release", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
+    parts.append("<h3>Runs</h3>" + _table(["place", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
     return "\n".join(parts) + "</section>"
 
 

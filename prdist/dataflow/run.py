@@ -19,7 +19,7 @@ from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, 
 from .labels import export_annotation_task
 from .extract import extract_ranks
 from ..history import default_ranks
-from .history import default_series
+from .history import default_series, release_name, release_place
 from .parquet import Resource, open_resource
 from .select import select_ranks
 from .summary import assumptions_doubt
@@ -163,6 +163,12 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "awaiting_labels": bool(missing),
         "run_id": run.run_id,
         "series": series_of_run(resource, series),
+        # Where the release stands in its series, fixed now (the history orders by it, wherever the
+        # run is copied): not part of the run id, as a run id names one run of one root, whose place
+        # it keeps.
+        "release": {"place": release_place(out, series_of_run(resource, series), resource.fingerprint,
+                                           storage_options=resource.storage_options),
+                    "name": release_name(resource.url)},
         "params": params.to_dict(),
         "n": resource.n,
         "counts": resolution.to_dict(),
