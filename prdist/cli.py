@@ -383,7 +383,7 @@ def _add_run(sub) -> None:
             "an oracle column in simulations), bound the precision at every rank, and write one "
             "run directory (plan, bounds, report, manifest written last) under --out. Prints the "
             "run directory on the last line. Exit 3 when planned labels are missing: the run is "
-            "complete with conservative bounds and lists the items to annotate. Without "
+            "written whole, with status 'awaiting labels' and conservative bounds, and lists the items to annotate. Without "
             "--resource, a synthetic resource with known truth is built first (the demo)."
         ),
     )

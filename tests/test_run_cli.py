@@ -149,8 +149,8 @@ def test_the_terminal_qualifies_guarantees_in_doubt(tmp_path):
     rejected = {"assumptions_plausible": False, "contradictions": 0,
                 "confidence": {"model_rejected": True, "monotone_rate_test": {"p_value": 0.045}}}
     text = _summary_of(tmp_path, rejected)
-    assert "warning: the diagnostics put the assumptions in doubt (the monotone-rate test rejects the model (p = 0.045))" in text
-    assert "precision >= 0.95 is guaranteed if the assumptions hold down to rank 10" in text
+    assert "warning: the diagnostics put the assumptions in doubt: the monotone-rate test rejects the model, p = 0.045;" in text
+    assert "precision >= 0.95 down to rank 10 (score >= 2.5) is guaranteed only if the assumptions hold" in text
     assert "is guaranteed down to" not in text
     # The first line says what share of the items is planned, and how many of those are known.
     assert text.splitlines()[0].startswith("prdist: 1,000 items, 469 planned for labels (46.90% of the items), 401 of them known")

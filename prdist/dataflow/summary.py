@@ -46,10 +46,11 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
         if truth is not None:
             row += f" {truth.get(r, np.nan):>8.4f}"
         lines.append(row)
-    qualifier = "guaranteed if the assumptions hold" if doubt else "guaranteed"
     for cut in manifest.get("cutoffs", []):
         if cut["rank"] > 0:
-            lines.append(f"precision >= {cut['target']:.2f} is {qualifier} down to rank {cut['rank']:,} (score >= {cut['score']:.6g})")
+            where = f"down to rank {cut['rank']:,} (score >= {cut['score']:.6g})"
+            lines.append(f"precision >= {cut['target']:.2f} {where} is guaranteed only if the assumptions hold" if doubt
+                         else f"precision >= {cut['target']:.2f} is guaranteed {where}")
     if counts.get("cannot_judge") or counts.get("disputed"):
         lines.append(f"cannot judge: {counts['cannot_judge']:,} items (counted as unknown by the bounds); "
                      f"disputed: {counts['disputed']:,}")
@@ -67,7 +68,7 @@ def assumptions_doubt(manifest: dict) -> str | None:
     reasons = []
     if (d.get("confidence") or {}).get("model_rejected"):
         p = ((d.get("confidence") or {}).get("monotone_rate_test") or {}).get("p_value")
-        reasons.append("the monotone-rate test rejects the model" + (f" (p = {p:.3g})" if isinstance(p, (int, float)) else ""))
+        reasons.append("the monotone-rate test rejects the model" + (f", p = {p:.3g}" if isinstance(p, (int, float)) else ""))
     if d.get("contradictions"):
         reasons.append(f"the bounds contradict each other at {d['contradictions']:,} grid points")
     if d.get("confidence") is None and d.get("monotonicity_violations"):
@@ -77,7 +78,7 @@ def assumptions_doubt(manifest: dict) -> str | None:
     ratio, gamma = d.get("max_ratio"), d.get("gamma")
     if d.get("confidence") is None and isinstance(ratio, (int, float)) and isinstance(gamma, (int, float)) and ratio > gamma * (1 + 1e-12):
         reasons.append(f"the yield ratio {ratio:.4g} exceeds gamma {gamma:.4g}")
-    return "the diagnostics put the assumptions in doubt" + (f" ({'; '.join(reasons)})" if reasons else "")
+    return "the diagnostics put the assumptions in doubt" + (f": {'; '.join(reasons)}" if reasons else "")
 
 
 def awaiting_message(outcome, waiting_for: str) -> str:
