@@ -329,6 +329,16 @@ def test_label_budget_explains_unknown_labels(run, page):
     assert "Every planned label is known" in render_report(manifest=known, bounds=run["bounds"])
 
 
+def test_band_parameters_appear_only_with_bands():
+    # An older manifest lists the bands' replicates and sample without bands: not shown then.
+    params = {"method": "paula", "bands": False, "replicates": 1000, "band_sample": 2000, "confidence": 0.95}
+    page = render_report(manifest={"params": params}, bounds=minimal_bounds())
+    assert "<code>replicates</code>" not in page and "<code>band_sample</code>" not in page
+    assert "<code>confidence</code></td><td>0.95</td>" in page
+    banded = render_report(manifest={"params": dict(params, bands=True)}, bounds=minimal_bounds())
+    assert "<code>replicates</code></td><td>1,000</td>" in banded and "<code>band_sample</code></td><td>2,000</td>" in banded
+
+
 def test_parameters_input_versions_and_timings_are_shown(page):
     assert "<code>eps</code></td><td>0.05</td>" in page
     assert "<code>window</code></td><td>50</td>" in page
@@ -556,6 +566,15 @@ def test_bands_show_the_worst_case_over_items_nobody_can_judge(run):
     figure = svg_by_id(page, "fig-bands")
     dashed = [p for p in figure.iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]
     assert len(dashed) == 2  # the worst-case limits below and above the band
+    # Every legend label is whole, in lines that fit beside the plot (it was once cut at the SVG's edge).
+    right_edge = 900  # the figure's viewBox width
+    for text in figure.iter(SVG_NS + "text"):
+        spans = list(text.iter(SVG_NS + "tspan"))
+        for span in spans:
+            assert float(span.get("x")) + 6.2 * len(span.text) <= right_edge, span.text
+    labels = [" ".join(t.text for t in text.iter(SVG_NS + "tspan")) for text in figure.iter(SVG_NS + "text")]
+    worst_label = [label for label in labels if label.startswith("worst case")]
+    assert len(worst_label) == 1 and worst_label[0].endswith("all 1)")
     # Without the worst-case columns (no item left out): the band alone, no dashed limits, no note.
     plain = svg_by_id(render_report(**run), "fig-bands")
     assert not [p for p in plain.iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]
