@@ -298,3 +298,17 @@ def test_nothing_is_sent_without_a_prefect_api(three_releases, tmp_path):
         assert AssertingEventsClient.all == []
     finally:
         EventsWorker.set_client_override(None)
+
+
+def test_runs_this_version_cannot_bound_again_are_passed_over(three_releases, tmp_path):
+    # An older version made deterministic bounds with bands at a fixed 95 %; this one refuses that
+    # pair (no common level), so it cannot bound the run again: passed over and counted.
+    from prdist.dataflow.history import read_runs
+
+    runs, outcomes = three_releases
+    old = tmp_path / "runs" / outcomes[0].manifest["run_id"]
+    shutil.copytree(outcomes[0].url.removeprefix("file://"), old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest["params"].update(bands=True, confidence=None, delta=0.05, seed=0)
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    assert read_runs(str(tmp_path / "runs")) == ([], 1)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, ParameterError
 from ..history import certain_changes, default_ranks, release_confidence
 from ..report import render_history
 from . import evaluate as ev
@@ -114,7 +114,9 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
     """Every committed PAULA evaluation under ``runs``, oldest first; and how many runs were passed over.
 
     Comparisons and the sampling baselines have no bounds at every rank to follow, so they are
-    passed over (and counted).
+    passed over (and counted); so are runs of older versions whose parameters this one refuses
+    (``--confidence none`` with ``--bands``: bounds and bands at no common level), which it
+    cannot bound again.
     """
     fs, root = filesystem(runs, storage_options)
     info = info_or_none(fs, root, where=runs)
@@ -124,7 +126,7 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
     for path in sorted(fs.glob(posixpath.join(root, "*", MANIFEST))):
         with fs.open(path, "rb") as fh:
             manifest = json.load(fh)
-        if manifest.get("params", {}).get("method") != "paula" or "input" not in manifest:
+        if manifest.get("params", {}).get("method") != "paula" or "input" not in manifest or not _rebounded(manifest):
             skipped += 1
             continue
         run_url = join_url(runs, posixpath.basename(posixpath.dirname(path)))
@@ -177,6 +179,15 @@ def release_place(runs: str, series: str, fingerprint: str, *, storage_options=N
         if record.release == fingerprint:
             return place
     return placed[-1][1] + 1 if placed else 1
+
+
+def _rebounded(manifest: dict) -> bool:
+    """Whether this version can bound the run of ``manifest`` again (it accepts its parameters)."""
+    try:
+        _params(manifest)
+    except ParameterError:
+        return False
+    return True
 
 
 def _params(manifest: dict) -> ev.EvaluationParams:
