@@ -904,9 +904,11 @@ def _add_history(sub) -> None:
         description=(
             "Read the committed PAULA runs under a runs root (manifests and plans only), group them "
             "into series, and write history.parquet (one row per run and rank) and history.html "
-            "(the bounds at each rank across releases). A change is 'down' or 'up' only when it is "
-            "certain; confidence bounds split their error budget over the releases of a series, so "
-            "all flags of a series hold at once. Prints the output directory last."
+            "(the bounds at each rank across releases, named on the x-axis). Releases stand at the "
+            "place in their series that each run recorded when it was made, wherever the runs are "
+            "copied. A change is 'down' or 'up' only when it is certain under the bounds' assumptions; "
+            "confidence bounds split their error budget over those places, so all flags of a series "
+            "hold at once. Prints the output directory last."
         ),
     )
     add = parser.add_argument
