@@ -104,8 +104,8 @@ def evaluate_release(
 ) -> str:
     """Evaluate the resource at ``resource`` and write one run directory under ``out``.
 
-    Returns the run directory's URL. When planned labels are missing the flow still writes a
-    complete run with conservative bounds plus ``annotation_task.csv``/``.jsonl``, and ends in
+    Returns the run directory's URL. When planned labels are missing the flow still writes the
+    whole run (status "awaiting labels") with conservative bounds plus ``annotation_task.csv``/``.jsonl``, and ends in
     the state named "AwaitingLabels". ``series`` names the line of releases the run belongs to
     (``prdist history``); default: the resource URL's parent.
     """

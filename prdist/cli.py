@@ -383,7 +383,7 @@ def _add_run(sub) -> None:
             "an oracle column in simulations), bound the precision at every rank, and write one "
             "run directory (plan, bounds, report, manifest written last) under --out. Prints the "
             "run directory on the last line. Exit 3 when planned labels are missing: the run is "
-            "complete with conservative bounds and lists the items to annotate. Without "
+            "written whole, with status 'awaiting labels' and conservative bounds, and lists the items to annotate. Without "
             "--resource, a synthetic resource with known truth is built first (the demo)."
         ),
     )
@@ -394,7 +394,12 @@ def _add_run(sub) -> None:
     add("--eps", type=float, default=0.03, metavar="E", help="grid spacing eps in (0, 1] (default 0.03)")
     add("--window", type=int, default=100, metavar="D", help="local-precision window (default 100)")
     add("--r-tilde", dest="r_tilde", type=int, default=None, metavar="R", help="fully labeled prefix target (default ceil((D+2)/E))")
-    add("--confidence", default="0.95", metavar="C|none", help="bounds that hold at every rank with probability C when labels are noisy draws from a non-increasing rate (default 0.95); 'none' for the paper's deterministic bounds")
+    add("--confidence", default="0.95", metavar="C|none",
+        help="the one confidence level of every interval of the run (default 0.95): PAULA bounds that hold at "
+             "every rank with probability C when the verdicts are independent draws from a rate that does not rise "
+             "with rank (they bound the verdicts' precision, not the truth where verdicts err), the random and "
+             "stratified methods' intervals and the --bands; 'none' for the paper's deterministic PAULA bounds "
+             "(PAULA without --bands only)")
     add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
     add("--series", default=None, metavar="NAME",
         help="the line of releases this run belongs to, for 'prdist history' (default: the resource URL's parent)")
@@ -434,6 +439,10 @@ def _cmd_run(args) -> int:
     check_int(args.seed, name="--seed", owner=owner, low=0)
     check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
     confidence = _confidence_option(args.confidence)
+    if confidence is None and (args.method != "paula" or args.bands):
+        what = "--bands" if args.method == "paula" else f"--method {args.method}"
+        raise InputError(f"--confidence none gives the paper's deterministic PAULA bounds, but {what} gives intervals "
+                         "that hold only with a probability. Give a level, e.g. --confidence 0.95.")
     if args.series is not None and (not args.series.strip() or args.series != args.series.strip()):
         raise InputError(f"--series must be a name without surrounding blanks, e.g. '--series kb-releases'. Got {args.series!r}.")
     storage_options = _storage_options(args)
@@ -895,9 +904,11 @@ def _add_history(sub) -> None:
         description=(
             "Read the committed PAULA runs under a runs root (manifests and plans only), group them "
             "into series, and write history.parquet (one row per run and rank) and history.html "
-            "(the bounds at each rank across releases). A change is 'down' or 'up' only when it is "
-            "certain; confidence bounds split their error budget over the releases of a series, so "
-            "all flags of a series hold at once. Prints the output directory last."
+            "(the bounds at each rank across releases, named on the x-axis). Releases stand at the "
+            "place in their series that each run recorded when it was made, wherever the runs are "
+            "copied. A change is 'down' or 'up' only when it is certain under the bounds' assumptions; "
+            "confidence bounds split their error budget over those places, so all flags of a series "
+            "hold at once. Prints the output directory last."
         ),
     )
     add = parser.add_argument

@@ -95,8 +95,10 @@ class Evaluation:
     verdicts : pandas.Series
         Verdicts by key: 1.0 correct, 0.0 incorrect, NaN cannot judge.
     confidence : float or None
-        Confidence level of the bounds under label noise; None for the paper's deterministic
-        bounds.
+        Confidence level of the bounds: they hold at every rank at once with this probability
+        when the verdicts are independent draws from a rate that does not rise with rank (the
+        probability is over those draws, not annotator error: they bound the verdicts'
+        precision). None for the paper's deterministic bounds.
     truth : ndarray or None
         Labels of every item in rank order, when ``evaluate`` was given a complete label array
         (simulations); drawn as the exact precision function.
@@ -223,6 +225,7 @@ class Evaluation:
         params = {"method": "paula", "eps": self.plan.eps, "window": self.plan.window, "confidence": self.confidence}
         return {
             "n": self.n,
+            "status": "awaiting labels" if self.counts["awaiting"] else "complete",
             "params": params,
             "counts": self.counts,
             "diagnostics": self.bounds.diagnostics.to_dict(),
@@ -257,8 +260,9 @@ def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window
     eps, window : float, int
         PAULA's grid spacing and window width (see :func:`prdist.plan_paula`).
     confidence : float in (0, 1) or None, default 0.95
-        Bounds that hold with this probability under label noise; None for the paper's
-        deterministic bounds.
+        Bounds that hold at every rank at once with this probability when the verdicts are
+        independent draws from a rate that does not rise with rank; they bound the verdicts'
+        precision, not the truth where verdicts err. None for the paper's deterministic bounds.
 
     Returns
     -------

@@ -10,8 +10,8 @@ certainly higher in the reverse case ("up"). Overlapping intervals say nothing.
 - the paper's deterministic bounds hold under assumptions A.1/A.2 alone, so a change between two
   of them is certain under those assumptions, however many releases are compared;
 - confidence bounds hold with probability ``1 - delta`` each. A series is looked at again with every
-  release, so the error budget is split over releases: release k (k = 1, 2, ... in the order the
-  runs were made) gets ``delta_k = delta * 6 / (pi^2 k^2)``. The sum over all k is ``delta``, so by a
+  release, so the error budget is split over releases: release k (k = 1, 2, ...: its place in the
+  series, recorded in its run's manifest when the run was made) gets ``delta_k = delta * 6 / (pi^2 k^2)``. The sum over all k is ``delta``, so by a
   union bound *every* release's bounds hold at every rank at once with probability at least
   ``1 - delta``, and then every "down" and "up" ever reported for the series is right — however
   many releases come and however often the history is read (the split does not depend on how

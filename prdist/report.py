@@ -1,7 +1,7 @@
 """The human-readable report of a run: one self-contained HTML page with inline SVG plots.
 
 :func:`render_report` turns the tables of a run directory (``bounds.parquet``, ``plan.parquet``,
-``bands.parquet``, ``compare.parquet``) and its manifest into a single HTML document. The page
+``bands.parquet``, ``exact.parquet``) and its manifest into a single HTML document. The page
 needs nothing else: the style sheet is inline, the plots are inline SVG drawn here with NumPy (no
 plotting library, no JavaScript), and a Content-Security-Policy forbids scripts and every external
 load, so the file can be mailed, attached to a Prefect artifact or opened from object storage.
@@ -46,13 +46,14 @@ _PARAMETERS = {
     "eps": "grid spacing \u03b5: g_j = \u2308(1+\u03b5)^j\u2309",
     "window": "width \u0394 of the local-precision windows",
     "r_tilde": "rank beyond which precision is assumed monotone",
-    "confidence": "probability with which the bounds hold under label noise",
+    "confidence": "confidence level of every interval of the run, under its stated model (none: the paper's deterministic bounds)",
     "targets": "precision targets of the cut-off table",
     "bands": "bootstrap bands requested",
     "aggregate": "rule making one verdict per item from several annotators",
     "bands_method": "bootstrap method of the bands",
     "replicates": "bootstrap replicates",
-    "delta": "1 \u2212 confidence level of the bands",
+    "band_sample": "items of the bands' random arm",
+    "sample_size": "labels of the random method",
     "seed": "random seed",
     "budget": "label budget",
     "labels": "label store",
@@ -61,6 +62,7 @@ _PARAMETERS = {
     "model": "population model of the synthetic resource",
     "prevalence": "share of correct items in the synthetic resource",
 }
+_BAND_PARAMETERS = {"bands_method", "replicates", "band_sample"}  # shown only for a run with bands
 _INPUT_FIELDS = {
     "url": "resource",
     "fingerprint": "fingerprint",
@@ -86,16 +88,6 @@ _PLAN_COLUMNS = ("rank", "key", "score", "role", "label")
 _BANDS_COLUMNS = ("recall", "precision", "band_lower", "band_upper", "pointwise_lower", "pointwise_upper")
 _EXACT_COLUMNS = ("rank", "precision")
 _CUTOFF_COLUMNS = ("target", "rank", "score")
-_COMPARE_COLUMNS = (
-    "system",
-    "precision",
-    "precision_se",
-    "precision_ci_low",
-    "precision_ci_high",
-    "recall",
-    "recall_se",
-    "n_samples",
-)
 
 # Plot sizes, in SVG user units (the figures scale to the page width).
 _PREFIX_POINTS = 300  # log-spaced ranks kept from the fully labeled prefix
@@ -119,7 +111,6 @@ def render_report(
     bands: pd.DataFrame | None = None,
     exact: pd.DataFrame | None = None,
     cutoffs: pd.DataFrame | None = None,
-    compare: pd.DataFrame | None = None,
     title: str | None = None,
 ) -> str:
     """Render the report of a run as one self-contained HTML document.
@@ -147,9 +138,6 @@ def render_report(
     cutoffs : DataFrame, optional
         target, rank, score: the deepest cut-off whose precision is guaranteed >= target (rank 0
         when none is).
-    compare : DataFrame, optional
-        ``compare.parquet``: system, precision, precision_se, precision_ci_low,
-        precision_ci_high, recall, recall_se, n_samples.
     title : str, optional
         Page title; default "prdist report".
 
@@ -192,7 +180,6 @@ def render_report(
     bands = _frame(bands, "bands", _BANDS_COLUMNS, optional=True)
     exact = _frame(exact, "exact", _EXACT_COLUMNS, optional=True)
     cutoffs = _frame(cutoffs, "cutoffs", _CUTOFF_COLUMNS, optional=True)
-    compare = _frame(compare, "compare", _COMPARE_COLUMNS, optional=True)
     if exact is not None:
         exact = _exact_curve(exact, view.n)
 
@@ -210,13 +197,11 @@ def render_report(
         sections.append(_section_bands(bands, _mapping(manifest.get("bands"))))
     elif params.get("bands") is True:
         sections.append(_section_bands_missing(manifest))
-    if compare is not None:
-        sections.append(_section_compare(compare))
     if cutoffs is not None:
-        sections.append(_section_cutoffs(cutoffs, view.n))
+        sections.append(_section_cutoffs(cutoffs, view.n, in_doubt=diagnostics.get("assumptions_plausible") is False))
     sections.append(_section_labels(manifest, plan))
     if diagnostics:
-        sections.append(_section_diagnostics(diagnostics))
+        sections.append(_section_diagnostics(diagnostics, _labels_known(manifest)))
     sections.append(_section_run(manifest, params))
     return _document(page_title, "\n".join(sections))
 
@@ -245,7 +230,9 @@ def render_summary(manifest: Mapping, bounds: pd.DataFrame, *, exact: pd.DataFra
         exact = _exact_curve(exact, view.n)
     params = _mapping(manifest.get("params"))
     diagnostics = _mapping(manifest.get("diagnostics"))
-    body = _header("prdist evaluation", manifest, view, diagnostics) + _section_precision(
+    # No diagnostics section here: the reference names where they are (an in-page link would go nowhere).
+    ref = "diagnostics of the full report (<code>.report()</code>)"
+    body = _header("prdist evaluation", manifest, view, diagnostics, ref) + _section_precision(
         view, exact, _prefix_end(view, None, params), diagnostics, params
     )
     return f'<div class="prdist-summary"><style>{_SCOPED_CSS}</style>{body}</div>'
@@ -470,7 +457,7 @@ class _Axis:
     start: float  # pixel of lo
     end: float  # pixel of hi
     log: bool = False
-    integer: bool = False  # ticks at whole numbers only (counts such as releases)
+    names: tuple[str, ...] = ()  # a category axis: ticks at 1, 2, ... labeled with these names
 
     def pixels(self, values) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
@@ -482,8 +469,12 @@ class _Axis:
 
     def ticks(self) -> tuple[list[tuple[float, str]], list[float]]:
         """Major ticks with labels, and unlabeled minor ticks."""
+        if self.names:
+            fits = max(3, int(abs(self.end - self.start) / len(self.names) / 6.5))  # characters a slot holds at 12 px
+            return [(float(k), name if len(name) <= fits else name[: fits - 1] + "\u2026")
+                    for k, name in enumerate(self.names, start=1)], []
         if not self.log:
-            step = max(_nice_step(self.hi - self.lo, 6), 1.0) if self.integer else _nice_step(self.hi - self.lo, 6)
+            step = _nice_step(self.hi - self.lo, 6)
             first = math.ceil(self.lo / step - 1e-9)
             values = [k * step for k in range(first, int(math.floor(self.hi / step + 1e-9)) + 1)]
             return [(v, f"{v:.{_decimals(step)}f}") for v in values], []
@@ -526,7 +517,7 @@ class _Plot:
         x: tuple[float, float],
         y: tuple[float, float],
         xlog: bool = False,
-        xinteger: bool = False,
+        xnames: tuple[str, ...] = (),
         xlabel: str,
         ylabel: str,
         description: str,
@@ -534,7 +525,7 @@ class _Plot:
         self.fig_id = fig_id
         x0, x1 = self.LEFT, self.WIDTH - self.RIGHT
         y0, y1 = self.HEIGHT - self.BOTTOM, self.TOP
-        self.x = _Axis(x[0], x[1], x0, x1, log=xlog, integer=xinteger)
+        self.x = _Axis(x[0], x[1], x0, x1, log=xlog, names=tuple(xnames))
         self.y = _Axis(y[0], y[1], y0, y1)
         self.xlabel, self.ylabel, self.description = xlabel, ylabel, description
         self.background: list[str] = []  # drawn under the grid lines
@@ -631,8 +622,10 @@ class _Plot:
                 out.append(
                     f'<circle cx="{x0 + 11}" cy="{y}" r="3" fill="#ffffff" stroke="{style["color"]}" stroke-width="1.1"/>'
                 )
-            out.append(f'<text x="{x0 + 30}" y="{y + 4}">{_esc(label)}</text>')
-            y += 22
+            lines = _wrap(label, int((self.RIGHT - 48) / 6.2))  # ~6.2 units a character at 12 px
+            spans = "".join(f'<tspan x="{x0 + 30}" dy="{0 if i == 0 else 14}">{_esc(line)}</tspan>' for i, line in enumerate(lines))
+            out.append(f'<text x="{x0 + 30}" y="{y + 4}">{spans}</text>')
+            y += 22 + 14 * (len(lines) - 1)
         return "".join(out)
 
     def svg(self) -> str:
@@ -685,15 +678,31 @@ def _plot_indices(ranks: np.ndarray, prefix_end: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # Sections
 # --------------------------------------------------------------------------------------------
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken at spaces (a longer word stays whole).
+
+    >>> _wrap("worst case (cannot judge: all 0 / all 1)", 20)
+    ['worst case (cannot', 'judge: all 0 / all 1)']
+    """
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
 def _figure(svg: str, caption: str) -> str:
     return f'<figure>{svg}<figcaption>{caption}</figcaption></figure>'
 
 
-def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mapping) -> str:
-    status = manifest.get("status")
+def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mapping,
+            diagnostics_ref: str = '<a href="#diagnostics">diagnostics</a>') -> str:
+    status, awaiting = _status(manifest)
     badge = ""
     if status is not None:
-        css = "ok" if status == "complete" else "warn"
+        css = "ok" if status == "complete" else "neutral" if awaiting is not None else "warn"
         badge = f' <span class="badge {css}">{_esc(status)}</span>'
     source = _mapping(manifest.get("input")).get("url")
     subtitle = f'<p class="subtitle">{_esc(display_url(source))}</p>' if isinstance(source, str) else ""
@@ -719,7 +728,17 @@ def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mappi
     )
 
     plausible = diagnostics.get("assumptions_plausible")
-    if plausible is True:
+    known = _labels_known(manifest)
+    if known == 0:
+        verdict = ('<p class="verdict">No planned label is known yet: the bounds are the widest possible, and '
+                   "there is nothing to test the assumptions on.</p>")
+    elif plausible is True and awaiting is not None:
+        verdict = (
+            f'<p class="verdict">{_int(awaiting)} planned items await labels; until they have them the bounds count '
+            f"each as incorrect (lower) and correct (upper). The {_int(known)} labels known so far show no evidence "
+            "against the assumptions behind the bounds.</p>"
+        )
+    elif plausible is True:
         verdict = (
             '<p class="verdict ok">The planned labels show no evidence against the assumptions behind the '
             "bounds. They cannot show a break that falls between two planned windows.</p>"
@@ -727,11 +746,32 @@ def _header(title: str, manifest: Mapping, view: _BoundsView, diagnostics: Mappi
     elif plausible is False:
         verdict = (
             '<p class="verdict warn">The labels show evidence against the assumptions behind the bounds: '
-            'read the <a href="#diagnostics">diagnostics</a> before relying on the guarantee.</p>'
+            f"read the {diagnostics_ref} before relying on the guarantee.</p>"
         )
     else:
         verdict = '<p class="verdict">No assumption diagnostics were recorded for this run.</p>'
     return f'<header><h1>{_esc(title)}{badge}</h1>{subtitle}<div class="cards">{card_html}</div>{verdict}</header>'
+
+
+def _status(manifest: Mapping) -> tuple[str | None, int | None]:
+    """The status shown, and how many planned items await labels (None when none do).
+
+    A run is "complete" only once every planned item has a verdict (cannot judge is one); until
+    then it is "awaiting labels (N)", whatever an older manifest's status field says.
+    """
+    status = manifest.get("status")
+    awaiting = _mapping(manifest.get("counts")).get("awaiting")
+    if _is_number(awaiting) and awaiting > 0:
+        return f"awaiting labels ({_int(awaiting)})", int(awaiting)
+    if status == "awaiting labels" or manifest.get("awaiting_labels") is True:
+        return "awaiting labels", 0
+    return (None if status is None else str(status)), None
+
+
+def _labels_known(manifest: Mapping) -> int | None:
+    """How many planned labels the manifest says are known (None when it does not say)."""
+    labeled = _mapping(manifest.get("counts")).get("labeled")
+    return int(labeled) if _is_number(labeled) else None
 
 
 def _section_precision(view: _BoundsView, exact, prefix_end: int, diagnostics: Mapping, params: Mapping) -> str:
@@ -776,7 +816,8 @@ def _section_precision(view: _BoundsView, exact, prefix_end: int, diagnostics: M
     if _is_number(level):
         factor = (
             f" The bounds hold at every rank at once with probability at least {float(level):.3g} if the "
-            "labels are independent draws whose rate does not rise with rank (see the diagnostics)."
+            "labels are independent draws whose rate does not rise with rank (see the diagnostics); the "
+            "probability is over those draws, not over annotator error."
         )
     elif _is_number(gamma) and _is_number(eps) and math.isfinite(gamma):
         factor = (
@@ -784,7 +825,8 @@ def _section_precision(view: _BoundsView, exact, prefix_end: int, diagnostics: M
             f"\u03b3(1+\u03b5) = {gamma * (1 + eps):.3f} of the true precision."
         )
     caption = (
-        "The precision of the top r items lies in the shaded band at every rank r. Ranks 1 to the "
+        "The precision of the top r items, as the verdicts say it, lies in the shaded band at every rank r "
+        "under the stated assumptions (where verdicts are wrong, the true precision can lie outside). Ranks 1 to the "
         "end of the labeled prefix are known exactly (up to unknown labels); further out the bounds "
         "are evaluated at the grid points g<sub>j</sub> = \u2308(1+\u03b5)<sup>j</sup>\u2309 and at n, "
         f"and the lines join them.{factor}"
@@ -898,94 +940,7 @@ def _bands_note(about: Mapping, has_worst: bool) -> str:
     return f'<p class="note">{_esc(text)}</p>'
 
 
-def _dot_whisker(systems: list[str], centre, low, high, *, x0: float, width: float, row_height: float,
-                 top: float, title: str) -> str:
-    """One panel of the comparison chart: a dot and an interval per system."""
-    lo_v, hi_v = _value_range(low, high, centre)
-    axis = _Axis(lo_v, hi_v, x0, x0 + width)
-    bottom = top + row_height * len(systems)
-    out = [f'<text x="{x0 + width / 2:.1f}" y="{top - 8}" text-anchor="middle" font-size="13">{_esc(title)}</text>']
-    for v, text in axis.ticks()[0]:
-        p = float(axis.pixels(v))
-        out.append(f'<line x1="{p:.1f}" y1="{top}" x2="{p:.1f}" y2="{bottom}" stroke="#e3e3e3"/>')
-        out.append(f'<text x="{p:.1f}" y="{bottom + 16}" text-anchor="middle">{_esc(text)}</text>')
-    out.append(f'<rect x="{x0}" y="{top}" width="{width}" height="{bottom - top}" fill="none" stroke="#444"/>')
-    for i in range(len(systems)):
-        y = top + row_height * (i + 0.5)
-        if np.isfinite(low[i]) and np.isfinite(high[i]):
-            a, b = axis.pixels([max(low[i], lo_v), min(high[i], hi_v)])
-            out.append(f'<line x1="{a:.1f}" y1="{y:.1f}" x2="{b:.1f}" y2="{y:.1f}" stroke="{_BLUE}" stroke-width="2"/>')
-            for p in (a, b):
-                out.append(
-                    f'<line x1="{p:.1f}" y1="{y - 5:.1f}" x2="{p:.1f}" y2="{y + 5:.1f}" stroke="{_BLUE}" stroke-width="1.5"/>'
-                )
-        if np.isfinite(centre[i]):
-            out.append(f'<circle cx="{float(axis.pixels(centre[i])):.1f}" cy="{y:.1f}" r="4.5" fill="{_BLUE}"/>')
-    return "".join(out)
-
-
-def _section_compare(compare: pd.DataFrame) -> str:
-    systems = [str(s) for s in compare["system"].tolist()]
-    num = {c: pd.to_numeric(compare[c], errors="coerce").to_numpy(dtype=np.float64) for c in _COMPARE_COLUMNS[1:]}
-    rows = [
-        [
-            _esc(s),
-            _num(num["precision"][i]),
-            _num(num["precision_se"][i], 4),
-            f"{_num(num['precision_ci_low'][i])} \u2013 {_num(num['precision_ci_high'][i])}",
-            _num(num["recall"][i]),
-            _num(num["recall_se"][i], 4),
-            _num(int(num["n_samples"][i]) if np.isfinite(num["n_samples"][i]) else None),
-        ]
-        for i, s in enumerate(systems)
-    ]
-    table = _table(
-        ["system", "precision", "std. error", "confidence interval", "recall", "recall std. error", "labels"],
-        rows,
-        numeric={1, 2, 3, 4, 5, 6},
-    )
-    if not systems:
-        return f'<section id="compare"><h2>Systems compared</h2><p class="note">No systems.</p>{table}</section>'
-
-    label_width, panel_width, gap, row_height, top = 190, 300, 50, 30, 34
-    # Recall intervals are normal ones (estimate +- 1.96 standard errors): compare.parquet
-    # carries only the recall's standard error.
-    has_recall = bool(np.isfinite(num["recall"]).any())
-    width = label_width + panel_width + (gap + panel_width if has_recall else 0) + 20
-    height = top + row_height * len(systems) + 30
-    labels = []
-    for i, s in enumerate(systems):
-        shown = s if len(s) <= 26 else s[:25] + "\u2026"
-        y = top + row_height * (i + 0.5) + 4
-        labels.append(f'<text x="{label_width - 10}" y="{y:.1f}" text-anchor="end">{_esc(shown)}</text>')
-    panels = [
-        _dot_whisker(systems, num["precision"], num["precision_ci_low"], num["precision_ci_high"],
-                     x0=label_width, width=panel_width, row_height=row_height, top=top,
-                     title="precision (confidence interval)")
-    ]
-    if has_recall:
-        half = 1.96 * np.where(np.isfinite(num["recall_se"]), num["recall_se"], np.nan)
-        panels.append(
-            _dot_whisker(systems, num["recall"], np.clip(num["recall"] - half, 0, 1), np.clip(num["recall"] + half, 0, 1),
-                         x0=label_width + panel_width + gap, width=panel_width, row_height=row_height, top=top,
-                         title="recall (\u00b1 1.96 std. errors)")
-        )
-    svg = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" id="fig-compare" viewBox="0 0 {width} {height}" width="100%" '
-        f'role="img" aria-labelledby="fig-compare-title" font-family="system-ui, sans-serif" font-size="12" fill="#222">'
-        f'<title id="fig-compare-title">Precision and recall of each system with their intervals</title>'
-        f'<rect width="{width}" height="{height}" fill="#ffffff"/>{"".join(labels)}{"".join(panels)}</svg>'
-    )
-    caption = (
-        "Each dot is a system's estimated precision (left) or recall (right); the whiskers are the "
-        "confidence interval of the precision and a normal \u00b1 1.96 standard-error interval of "
-        "the recall. Labels are shared between systems: an item labeled once serves every system "
-        "that contains it."
-    )
-    return f'<section id="compare"><h2>Systems compared</h2>{_figure(svg, caption)}{table}</section>'
-
-
-def _section_cutoffs(cutoffs: pd.DataFrame, n: int) -> str:
+def _section_cutoffs(cutoffs: pd.DataFrame, n: int, *, in_doubt: bool = False) -> str:
     targets = _finite_column(cutoffs, "cutoffs", "target", low=0.0, high=1.0)
     ranks = _finite_column(cutoffs, "cutoffs", "rank", low=0.0, high=n).astype(np.int64)
     scores = pd.to_numeric(cutoffs["score"], errors="coerce").to_numpy(dtype=np.float64)
@@ -998,10 +953,13 @@ def _section_cutoffs(cutoffs: pd.DataFrame, n: int) -> str:
             rows.append([f"{t:.3f}", _int(r), _num(s, 4), meaning])
     table = _table(["precision target", "deepest rank", "score at that rank", "meaning"], rows, numeric={0, 1, 2})
     note = (
-        '<p class="note">The deepest rank whose precision is <em>guaranteed</em> (by the lower bound) '
-        "to reach each target: keeping every item scored at least the score shown keeps precision "
-        "at or above the target.</p>"
+        '<p class="note">The deepest rank whose precision (as the verdicts say it) is <em>guaranteed</em> '
+        "by the lower bound, under the stated assumptions, to reach each target: keeping every item scored "
+        "at least the score shown keeps precision at or above the target.</p>"
     )
+    if in_doubt:
+        note += ('<p class="verdict warn">The diagnostics put the assumptions in doubt: these cut-offs are '
+                 "guaranteed only if the assumptions hold.</p>")
     return f'<section id="cutoffs"><h2>Cut-offs</h2>{note}{table}</section>'
 
 
@@ -1081,7 +1039,7 @@ def _plural(k: int, word: str) -> str:
     return f"{_int(k)} {word}{'' if k == 1 else 's'}"
 
 
-def _section_diagnostics(diag: Mapping) -> str:
+def _section_diagnostics(diag: Mapping, known: int | None = None) -> str:
     """Each check with its value and a verdict in plain words.
 
     In confidence mode (``diag["confidence"]`` is a mapping) the bounds rest on a noise model
@@ -1089,6 +1047,9 @@ def _section_diagnostics(diag: Mapping) -> str:
     the precondition and Lemma 4's ratio concern the deterministic bounds only, and the
     monotone-rate test is the evidence that counts.
     """
+    if known == 0:
+        note = '<p class="note">No planned label is known yet: there is nothing to test the assumptions on.</p>'
+        return f'<section id="diagnostics"><h2>Diagnostics</h2>{note}</section>'
     confidence = _mapping(diag.get("confidence"))
     noisy = bool(confidence)
     rows = []
@@ -1119,7 +1080,7 @@ def _section_diagnostics(diag: Mapping) -> str:
             add("monotonicity (A.2)", "0 rises", "no evidence against monotonicity", "ok")
         elif noisy:
             add("monotonicity (A.2)", _plural(k, "rise"),
-                f"the window means rise at {where}: label noise does that, and the confidence bounds allow "
+                f"the window means rise at {where}: chance variation of the labels does that, and the confidence bounds allow "
                 "for it (the monotone-rate test below weighs the evidence)", "plain")
         else:
             add("monotonicity (A.2)", _plural(k, "rise"),
@@ -1170,8 +1131,10 @@ def _section_diagnostics(diag: Mapping) -> str:
     if noisy:
         note = (
             '<p class="note">These bounds hold with a stated probability if the labels are independent '
-            "draws whose rate of correct items does not rise with rank. The labels cannot prove that "
-            "model, but they can show evidence against it.</p>"
+            "draws whose rate of correct items does not rise with rank: the probability is over that draw, "
+            "not over annotator error. They bound the precision of the verdicts as given; where verdicts are "
+            "wrong, the true precision can lie outside them. The labels cannot prove that model, but they "
+            "can show evidence against it.</p>"
         )
     else:
         note = (
@@ -1185,7 +1148,8 @@ def _confidence_rows(confidence: Mapping, add) -> None:
     level = confidence.get("confidence")
     if _is_number(level):
         add("confidence level", _num(level, 3),
-            f"the bounds hold at every rank at once with probability at least {float(level):.3g} under the noise model",
+            f"the bounds on the verdicts' precision hold at every rank at once with probability at least {float(level):.3g} "
+            "under the model",
             "plain")
     test = _mapping(confidence.get("monotone_rate_test"))
     if _is_number(test.get("p_value")):
@@ -1214,6 +1178,7 @@ def _section_run(manifest: Mapping, params: Mapping) -> str:
         [f"<code>{_esc(key)}</code>", shown, _esc(meaning)]
         for key, meaning in _PARAMETERS.items()
         if params.get(key) is not None and (shown := _plain(params[key])) is not None
+        and (key not in _BAND_PARAMETERS or params.get("bands") is True)  # older manifests list them anyway
     ]
     if rows:
         parts.append("<h3>Parameters</h3>" + _table(["parameter", "value", "meaning"], rows))
@@ -1262,6 +1227,7 @@ h3 { font-size: 16px; margin: 20px 0 6px; }
          vertical-align: middle; }
 .badge.ok { background: #e5f5e0; color: #226b28; }
 .badge.warn { background: #fff3cd; color: #7a5200; }
+.badge.neutral { background: #ececec; color: #333; }
 .verdict { padding: 8px 12px; border-left: 4px solid #bbb; background: #f6f6f6; }
 .verdict.ok { border-color: #41ab5d; background: #f1faee; }
 .verdict.warn { border-color: #e6a100; background: #fff8e6; }
@@ -1308,8 +1274,8 @@ def _document(title: str, body: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{_esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
         f"{body}\n"
-        '<footer>Made by prdist. Bounds are guaranteed under the stated assumptions; bands are '
-        "statistical.</footer>\n</main>\n</body>\n</html>\n"
+        '<footer>Made by prdist. Bounds are guaranteed under the stated assumptions, for the verdicts as '
+        "given; bands are statistical.</footer>\n</main>\n</body>\n</html>\n"
     )
 
 
@@ -1328,8 +1294,9 @@ def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
     sections = [
         "<header><h1>Precision across releases</h1><p>A change is marked only when it is certain: the "
         "interval of a release lies wholly below (down) or above (up) the previous release's at that rank. "
-        "Confidence bounds split their error budget over the releases of a series, so every mark of a "
-        "series holds at once with the stated confidence.</p></header>"
+        "Releases stand at the place in their series recorded when each was first evaluated. Confidence bounds "
+        "split their error budget over those places, so every mark of a series holds at once with the stated "
+        "confidence, under the bounds' model and for the verdicts as given.</p></header>"
     ]
     for number, (series, frame) in enumerate(history.groupby("series", sort=True)):
         sections.append(_history_series(number, str(series), frame, reports))
@@ -1337,16 +1304,18 @@ def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
 
 
 def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapping[str, str]) -> str:
-    runs = list(dict.fromkeys(frame["run_id"]))
-    place = {run: k for k, run in enumerate(runs, start=1)}
+    listing = frame.drop_duplicates("run_id")
+    place = dict(zip(listing["run_id"], listing["place"].astype(int)))
+    names = tuple(f"{p}. {name}" for p, name in zip(listing["place"].astype(int), listing["release"].astype(str)))
+    slot = {run: k for k, run in enumerate(listing["run_id"], start=1)}  # x position: one slot a release, by place
     parts = [f"<section><h2>Series {_esc(display_url(series))}</h2>"]
     figures = []
     for rank in sorted(frame["rank"].unique())[:_HISTORY_PLOTS]:
         at = frame[frame["rank"] == rank]
-        x = at["run_id"].map(place).to_numpy(dtype=np.float64)
+        x = at["run_id"].map(slot).to_numpy(dtype=np.float64)
         lo, hi = at["precision_lower"].to_numpy(dtype=np.float64), at["precision_upper"].to_numpy(dtype=np.float64)
-        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(runs), 1) + 0.5), xinteger=True, y=_value_range(lo, hi),
-                     xlabel="release (in the order evaluated)", ylabel=f"precision at rank {int(rank):,}",
+        plot = _Plot(f"history-{number}-{int(rank)}", x=(0.5, max(len(names), 1) + 0.5), xnames=names, y=_value_range(lo, hi),
+                     xlabel="release (place in the series. name)", ylabel=f"precision at rank {int(rank):,}",
                      description=f"bounds on the precision at rank {int(rank):,} across releases")
         plot.band(x, lo, hi, fill="#9ecae1", opacity=0.6, label="guaranteed interval")
         plot.line(x, lo, color="#3182bd", label="lower bound")
@@ -1360,14 +1329,13 @@ def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapp
         figures.append(_figure(plot.svg(), f"Rank {int(rank):,}"))
     parts += figures
     changed = frame[frame["change"] != ""]
-    rows = [[_int(place[r.run_id]), _esc(r.run_id), _int(r.rank), _esc(r.change), _num(r.precision_lower), _num(r.precision_upper)]
+    rows = [[_int(place[r.run_id]), _esc(r.release), _esc(r.run_id), _int(r.rank), _esc(r.change), _num(r.precision_lower), _num(r.precision_upper)]
             for r in changed.itertuples()]
-    parts.append("<h3>Certain changes</h3>" + (_table(["release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 2, 4, 5))
+    parts.append("<h3>Certain changes</h3>" + (_table(["place", "release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 3, 5, 6))
                                                if rows else "<p>None: every interval overlaps the previous release's.</p>"))
-    listing = frame.drop_duplicates("run_id")
     rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(display_url(str(r.resource))), _int(r.n), _report_link(r.run_id, reports)]
             for r in listing.itertuples()]
-    parts.append("<h3>Runs</h3>" + _table(["release", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
+    parts.append("<h3>Runs</h3>" + _table(["place", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
     return "\n".join(parts) + "</section>"
 
 

@@ -92,7 +92,7 @@ def assumption_free(frame: pd.DataFrame, ranks: np.ndarray) -> tuple[np.ndarray,
 def test_reverb_loop_completes_with_cannot_judge_from_every_tool(tmp_path):
     resource, frame = reverb_resource(tmp_path)
     runs = str(tmp_path / "runs")
-    args = ["--resource", resource, "--out", runs, "--confidence", "none", "--bands"]
+    args = ["--resource", resource, "--out", runs, "--confidence", "0.95", "--bands"]
 
     code, out, err = cli("run", *args, "--labels", str(tmp_path / "ls-store"))
     assert code == 3, err

@@ -251,12 +251,15 @@ def test_bad_resources_are_refused(tmp_path, case, cluster):
         (["--seed", "-1"], ["'--seed' parameter", "an int >= 0"], lambda: EvaluationParams(seed=-1)),
         (["--confidence", "1.5"], ["--confidence must be a number in (0, 1)", "or 'none'"], lambda: EvaluationParams(confidence=1.5)),
         (["--method", "magic"], ["invalid choice: 'magic'", "--help"], lambda: EvaluationParams(method="magic")),
+        (["--method", "random", "--confidence", "none"], ["--method random gives intervals", "--confidence 0.95"],
+         lambda: EvaluationParams(method="random")),
+        (["--bands", "--confidence", "none"], ["--bands gives intervals", "--confidence 0.95"], lambda: EvaluationParams(bands=True)),
         (["--storage-options", '{"anon": tru'], ["--storage-options must be a json object", '{"anon": false}'],
          lambda: parse_storage_options('{"anon": tru')),
         (["--storage-options", "[1, 2]"], ["--storage-options must be a json object"], lambda: parse_storage_options("[1, 2]")),
     ],
     ids=["eps-zero", "eps-above-one", "eps-nan", "window-zero", "r-tilde-negative", "seed-negative",
-         "confidence-above-one", "unknown-method", "storage-options-not-json", "storage-options-not-object"],
+         "confidence-above-one", "unknown-method", "random-without-level", "bands-without-level", "storage-options-not-json", "storage-options-not-object"],
 )
 def test_bad_run_options_are_refused_before_anything_runs(tmp_path, options, says, api):
     url = resource_with(tmp_path)

@@ -80,7 +80,7 @@ def test_staged_extraction_is_reused(tmp_path, dask_client, truth, monkeypatch):
 @pytest.mark.parametrize("method", ["random", "stratified"])
 def test_sampling_methods_write_the_same_bounds_schema(method, truth):
     keys, scores, labels = truth
-    params = ev.EvaluationParams(method=method, eps=0.1, window=20, sample_size=3_000, seed=4)
+    params = ev.EvaluationParams(method=method, eps=0.1, window=20, sample_size=3_000, seed=4, confidence=0.95)
     planned = ev.make_plan(keys.size, params)
     in_rank_order = labels[rank_order(scores, keys)].astype(float)
     result = ev.estimate(planned, in_rank_order[planned.ranks - 1], params)
@@ -98,7 +98,7 @@ def test_stratified_bounds_reach_n_past_the_last_grid_point():
     # 300,000 is not a grid point (eps 0.03): the grid stops at 294,211, and the run's report
     # once refused the table. The row at n extends the last interval without assumptions.
     n = 300_000
-    params = ev.EvaluationParams(method="stratified", seed=1)
+    params = ev.EvaluationParams(method="stratified", seed=1, confidence=0.95)
     planned = ev.make_plan(n, params)
     grid_end = planned.plan.grid[-1]
     assert grid_end < n
@@ -132,9 +132,56 @@ def test_parameters_are_validated(kwargs, message):
         ev.EvaluationParams(**kwargs)
 
 
+@pytest.mark.parametrize("method", ["random", "stratified"])
+def test_sampling_intervals_follow_the_confidence(method, truth):
+    # The run's one level reaches the sampling baselines (it once reached PAULA only: 0.95, 0.99
+    # gave the same 95 % intervals under two run ids).
+    keys, scores, labels = truth
+    in_rank_order = labels[rank_order(scores, keys)].astype(float)
+    widths = {}
+    for confidence in (0.9, 0.99):
+        params = ev.EvaluationParams(method=method, eps=0.1, window=20, sample_size=3_000, seed=4, confidence=confidence)
+        planned = ev.make_plan(keys.size, params)
+        bounds = ev.estimate(planned, in_rank_order[planned.ranks - 1], params).bounds
+        widths[confidence] = (bounds["precision_upper"] - bounds["precision_lower"]).to_numpy()
+        assert params.delta == pytest.approx(1 - confidence)
+    if method == "random":  # the same draws (the plan does not depend on the level): wider at every rank
+        drawn = widths[0.9] < 1  # ranks above the first draw know nothing at either level
+        assert np.all(widths[0.99] >= widths[0.9]) and np.mean(widths[0.99][drawn] > widths[0.9][drawn]) > 0.9
+    else:  # the level also sizes the strata, so the plans differ: wider on the whole
+        assert widths[0.99].mean() > widths[0.9].mean()
+    with pytest.raises(ParameterError, match="hold only with a probability"):
+        ev.EvaluationParams(method=method)  # no deterministic mode: None is refused, not ignored
+
+
+def test_bands_follow_the_confidence(truth):
+    keys, scores, labels = truth
+    order = rank_order(scores, keys)
+    mean_width = {}
+    for confidence in (0.8, 0.99):
+        params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=600, replicates=60, seed=5, confidence=confidence)
+        planned = ev.make_plan(keys.size, params)
+        items = pd.DataFrame({"rank": planned.ranks, "key": keys[order][planned.ranks - 1], "score": scores[order][planned.ranks - 1]})
+        bands = ev.bands(planned, items, labels[order][planned.ranks - 1].astype(float), params)
+        assert bands.attrs["delta"] == pytest.approx(1 - confidence)
+        mean_width[confidence] = float(np.mean(bands["band_upper"] - bands["band_lower"]))
+    assert mean_width[0.99] > mean_width[0.8]
+    with pytest.raises(ParameterError, match="bootstrap bands hold only with a probability"):
+        ev.EvaluationParams(bands=True)
+
+
+def test_run_id_records_only_what_acts():
+    plain = ev.EvaluationParams().to_dict()
+    assert not {"seed", "band_sample", "replicates", "sample_size", "delta"} & set(plain)
+    assert ev.EvaluationParams(seed=9).to_dict() == plain  # deterministic PAULA draws nothing
+    banded = ev.EvaluationParams(bands=True, confidence=0.9, seed=9).to_dict()
+    assert (banded["seed"], banded["replicates"], banded["confidence"]) == (9, 1000, 0.9)
+    assert ev.EvaluationParams(method="random", confidence=0.9).to_dict()["sample_size"] is None
+
+
 def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     keys, scores, labels = truth
-    params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=800, replicates=50, seed=2)
+    params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=800, replicates=50, seed=2, confidence=0.95)
     planned = ev.make_plan(keys.size, params)
     arm = ev.band_ranks(keys.size, params)
     assert np.isin(arm, planned.ranks).all() and planned.in_band_arm.sum() == arm.size
@@ -146,7 +193,7 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     full = labels[order][planned.ranks - 1].astype(float)
     # Every label counts: the arm's verdicts tighten the PAULA bounds where the counts of known
     # correct / incorrect items above a rank say more (the slow oracle: counting rank by rank).
-    alone = ev.estimate(ev.make_plan(keys.size, ev.EvaluationParams(eps=0.1, window=20)), full[planned.in_plan], params).bounds
+    alone = ev.estimate(ev.make_plan(keys.size, ev.EvaluationParams(eps=0.1, window=20, confidence=0.95)), full[planned.in_plan], params).bounds
     both = ev.estimate(planned, full, params).bounds
     for row, (r, lo, hi) in enumerate(zip(both["rank"], both["yield_lower"], both["yield_upper"])):
         known = full[planned.ranks <= r]
@@ -171,7 +218,7 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
 
 def test_bands_give_the_worst_case_over_items_nobody_can_judge(truth):
     keys, scores, labels = truth
-    params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=600, replicates=60, seed=5)
+    params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=600, replicates=60, seed=5, confidence=0.95)
     planned = ev.make_plan(keys.size, params)
     order = rank_order(scores, keys)
     items = pd.DataFrame({"rank": planned.ranks, "key": keys[order][planned.ranks - 1], "score": scores[order][planned.ranks - 1]})

@@ -102,6 +102,25 @@ def test_html_view_holds_the_summary_cards_and_the_bounds_plot():
     assert f"{ev.bounds.lower(ev.n).item():.3f}" in page
 
 
+def test_html_view_says_what_awaits_and_links_nowhere_it_cannot():
+    scores, truth = _simulation(5000)
+    ev = prdist.evaluate(scores)  # nothing labeled yet
+    page = ev._repr_html_()
+    assert f'<span class="badge neutral">awaiting labels ({ev.counts["awaiting"]:,})</span>' in page
+    assert "complete" not in page and "no evidence against" not in page
+    assert "nothing to test the assumptions on" in page
+    done = ev.with_labels(dict(zip(ev.to_label["key"], truth[ev.to_label["key"]])))
+    assert '<span class="badge ok">complete</span>' in done._repr_html_()
+    # Labels the assumptions cannot hold for (precision rising with rank): the warning names the
+    # full report, as the summary has no diagnostics section to link to.
+    paper = prdist.evaluate(scores, confidence=None)
+    rising = paper.with_labels(dict(zip(paper.to_label["key"], (paper.to_label["rank"] > 300).astype(int))))
+    doubt = rising._repr_html_()
+    assert rising.bounds.diagnostics.assumptions_plausible is False
+    assert 'href="#diagnostics"' not in doubt and "full report (<code>.report()</code>)" in doubt
+    assert 'href="#diagnostics"' in rising.report()
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

@@ -157,12 +157,34 @@ def test_a_release_evaluated_again_counts_once(three_releases, tmp_path):
     """A rerun of release 2 with other parameters (labels arrived, a new run id) keeps its place."""
     runs, outcomes = three_releases
     resource = json.load(open(f"{outcomes[1].url}/manifest.json"))["input"]["url"]
-    again = _evaluate(resource, runs, ev.EvaluationParams(eps=0.1, window=50, confidence=0.95, oracle_column="label", seed=7))
+    again = _evaluate(resource, runs, ev.EvaluationParams(eps=0.1, window=50, confidence=0.95, oracle_column="label", targets=(0.9,)))
     try:
+        assert again.manifest["run_id"] != outcomes[1].manifest["run_id"] and again.manifest["release"]["place"] == 2
         _, table = write_history(runs, out=str(tmp_path / "h"))
         assert table["run_id"].nunique() == 3 and again.manifest["run_id"] in set(table["run_id"])
     finally:
         shutil.rmtree(again.url.removeprefix("file://"))
+
+
+def test_copied_runs_keep_their_places_and_changes(three_releases, tmp_path):
+    """Releases 2 and 3 copied to another root: the same places, bounds and changes (a place once
+    came from the order of the runs present, so the copy made release 3 the second, at another level)."""
+    runs, outcomes = three_releases
+    assert [o.manifest["release"]["place"] for o in outcomes] == [1, 2, 3]
+    assert [o.manifest["release"]["name"] for o in outcomes] == ["r1", "r2", "r3"]
+    _, whole = write_history(runs, out=str(tmp_path / "whole"))
+    copy = tmp_path / "copy"
+    for outcome in outcomes[:0:-1]:  # copied newest first: file times say nothing about the order
+        shutil.copytree(outcome.url.removeprefix("file://"), copy / outcome.manifest["run_id"])
+    _, copied = write_history(str(copy), out=str(tmp_path / "copied"))
+    ids = [o.manifest["run_id"] for o in outcomes[1:]]
+    assert list(dict.fromkeys(copied["run_id"])) == ids and list(dict.fromkeys(copied["place"])) == [2, 3]
+    kept = whole[whole["run_id"].isin(ids)].reset_index(drop=True)
+    columns = ["place", "release", "run_id", "rank", "precision_lower", "precision_upper"]
+    pd.testing.assert_frame_equal(copied[columns], kept[columns])
+    assert (copied[copied["run_id"] == ids[1]]["change"] == kept[kept["run_id"] == ids[1]]["change"].to_numpy()).all()
+    page = open(tmp_path / "copied" / "history.html", encoding="utf-8").read()
+    assert ">2. r2</text>" in page and ">3. r3</text>" in page  # the x-axis names the releases at their places
 
 
 def test_runs_group_by_the_series_they_were_given(three_releases, tmp_path):
@@ -276,3 +298,17 @@ def test_nothing_is_sent_without_a_prefect_api(three_releases, tmp_path):
         assert AssertingEventsClient.all == []
     finally:
         EventsWorker.set_client_override(None)
+
+
+def test_runs_this_version_cannot_bound_again_are_passed_over(three_releases, tmp_path):
+    # An older version made deterministic bounds with bands at a fixed 95 %; this one refuses that
+    # pair (no common level), so it cannot bound the run again: passed over and counted.
+    from prdist.dataflow.history import read_runs
+
+    runs, outcomes = three_releases
+    old = tmp_path / "runs" / outcomes[0].manifest["run_id"]
+    shutil.copytree(outcomes[0].url.removeprefix("file://"), old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest["params"].update(bands=True, confidence=None, delta=0.05, seed=0)
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    assert read_runs(str(tmp_path / "runs")) == ([], 1)

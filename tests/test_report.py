@@ -62,18 +62,6 @@ def make_run(n=60_000, *, seed=0, unknown=0.02, eps=0.05, window=50):
             "pointwise_upper": precision + 0.04,
         }
     )
-    compare = pd.DataFrame(
-        {
-            "system": ["release-1", "release-2"],
-            "precision": [0.812, 0.845],
-            "precision_se": [0.011, 0.0125],
-            "precision_ci_low": [0.79, 0.8205],
-            "precision_ci_high": [0.834, 0.8695],
-            "recall": [0.61, 0.7],
-            "recall_se": [0.031, 0.02],
-            "n_samples": [512, 498],
-        }
-    )
     manifest = {
         "status": "complete",
         "run_id": "0123456789abcdef0123",
@@ -98,7 +86,6 @@ def make_run(n=60_000, *, seed=0, unknown=0.02, eps=0.05, window=50):
         "bands": bands,
         "exact": exact,
         "cutoffs": cutoffs,
-        "compare": compare,
     }
 
 
@@ -147,8 +134,8 @@ def minimal_bounds():
 def test_full_report_has_every_section_and_is_one_document(page):
     assert page.startswith("<!DOCTYPE html>")
     assert page.count("<html") == 1 and page.count("</html>") == 1
-    assert section_ids(page) == ["precision", "pr", "bands", "compare", "cutoffs", "labels", "diagnostics", "run"]
-    assert [s.get("id") for s in svgs(page)] == ["fig-precision", "fig-pr", "fig-bands", "fig-compare"]
+    assert section_ids(page) == ["precision", "pr", "bands", "cutoffs", "labels", "diagnostics", "run"]
+    assert [s.get("id") for s in svgs(page)] == ["fig-precision", "fig-pr", "fig-bands"]
     body_xml(page)
 
 
@@ -171,10 +158,10 @@ def test_minimal_inputs_give_the_two_bounds_plots_only():
     body_xml(page)
 
 
-@pytest.mark.parametrize("dropped", ["bands", "compare", "cutoffs", "plan", "exact"])
+@pytest.mark.parametrize("dropped", ["bands", "cutoffs", "plan", "exact"])
 def test_each_optional_input_only_adds_its_own_parts(run, dropped):
     without = render_report(**{k: v for k, v in run.items() if k != dropped})
-    expected = {"bands": "bands", "compare": "compare", "cutoffs": "cutoffs"}.get(dropped)
+    expected = {"bands": "bands", "cutoffs": "cutoffs"}.get(dropped)
     if expected:
         assert expected not in section_ids(without)
         assert f'id="fig-{expected}"' not in without
@@ -196,7 +183,6 @@ def test_svgs_are_well_formed_and_draw_data(page):
     precision = svg_by_id(page, "fig-precision")
     assert len(list(precision.iter(SVG_NS + "polyline"))) >= 3  # lower, upper, exact
     assert len(list(precision.iter(SVG_NS + "polygon"))) >= 1  # the band
-    assert len(list(svg_by_id(page, "fig-compare").iter(SVG_NS + "circle"))) == 4  # 2 systems x 2 panels
 
 
 # -- the plots show the numbers -------------------------------------------------------------------
@@ -324,13 +310,6 @@ def test_cutoff_table_matches_the_inputs(run, page):
     )
 
 
-def test_compare_table_matches_the_inputs(run, page):
-    for row in run["compare"].itertuples():
-        assert f"{row.system}</td><td class=\"num\">{row.precision:.3f}</td><td class=\"num\">{row.precision_se:.4f}" in page
-        assert f"{row.precision_ci_low:.3f} \u2013 {row.precision_ci_high:.3f}" in page
-        assert f"<td class=\"num\">{row.n_samples:,}</td>" in page
-
-
 def test_label_budget_explains_unknown_labels(run, page):
     counts = run["manifest"]["counts"]
     assert counts["unknown"] > 0
@@ -348,6 +327,16 @@ def test_label_budget_explains_unknown_labels(run, page):
 
     known = dict(run["manifest"], counts={"annotations": 10, "labeled": 10, "unknown": 0})
     assert "Every planned label is known" in render_report(manifest=known, bounds=run["bounds"])
+
+
+def test_band_parameters_appear_only_with_bands():
+    # An older manifest lists the bands' replicates and sample without bands: not shown then.
+    params = {"method": "paula", "bands": False, "replicates": 1000, "band_sample": 2000, "confidence": 0.95}
+    page = render_report(manifest={"params": params}, bounds=minimal_bounds())
+    assert "<code>replicates</code>" not in page and "<code>band_sample</code>" not in page
+    assert "<code>confidence</code></td><td>0.95</td>" in page
+    banded = render_report(manifest={"params": dict(params, bands=True)}, bounds=minimal_bounds())
+    assert "<code>replicates</code></td><td>1,000</td>" in banded and "<code>band_sample</code></td><td>2,000</td>" in banded
 
 
 def test_parameters_input_versions_and_timings_are_shown(page):
@@ -430,7 +419,7 @@ def test_confidence_mode_weighs_the_noise_model_instead_of_a2(run):
     assert diag["monotonicity_violations"] > 0 and diag["confidence"]["model_rejected"] is False
     page = render_report(manifest={"n": n, "diagnostics": diag}, bounds=b.table())
     text = page[page.index('<section id="diagnostics">') :]
-    assert "label noise does that, and the confidence bounds allow for it" in text
+    assert "chance variation of the labels does that, and the confidence bounds allow for it" in text
     assert "the guarantee may not hold there" not in text
     assert f"p = {diag['confidence']['monotone_rate_test']['p_value']:.3g}" in text
     assert "no evidence against a rate that does not rise with rank" in text
@@ -451,8 +440,6 @@ def test_untrusted_strings_appear_only_escaped(run):
     first_unknown = plan.index[plan["label"].isna()][0]
     plan["key"] = plan["key"].astype(object)
     plan.loc[first_unknown, "key"] = XSS
-    compare = run["compare"].copy()
-    compare.loc[0, "system"] = XSS
     manifest = dict(
         run["manifest"],
         status=XSS,
@@ -462,13 +449,12 @@ def test_untrusted_strings_appear_only_escaped(run):
         versions={XSS: XSS},
         diagnostics=dict(run["manifest"]["diagnostics"], **{XSS: XSS}),
     )
-    page = render_report(**dict(run, plan=plan, compare=compare, manifest=manifest), title=XSS)
+    page = render_report(**dict(run, plan=plan, manifest=manifest), title=XSS)
     assert XSS not in page
     assert "<script" not in page.lower()
-    # Shown where each string belongs: title, status, source, awaiting items, systems, params...
-    assert page.count(XSS_ESCAPED) >= 10
+    # Shown where each string belongs: title, status, source, awaiting items, params...
+    assert page.count(XSS_ESCAPED) >= 9
     assert f"<td>{XSS_ESCAPED}</td>" in page  # the key in the awaiting-labels table
-    svg_by_id(page, "fig-compare")  # the system name inside the SVG keeps it well-formed
     body_xml(page)
 
 
@@ -580,6 +566,15 @@ def test_bands_show_the_worst_case_over_items_nobody_can_judge(run):
     figure = svg_by_id(page, "fig-bands")
     dashed = [p for p in figure.iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]
     assert len(dashed) == 2  # the worst-case limits below and above the band
+    # Every legend label is whole, in lines that fit beside the plot (it was once cut at the SVG's edge).
+    right_edge = 900  # the figure's viewBox width
+    for text in figure.iter(SVG_NS + "text"):
+        spans = list(text.iter(SVG_NS + "tspan"))
+        for span in spans:
+            assert float(span.get("x")) + 6.2 * len(span.text) <= right_edge, span.text
+    labels = [" ".join(t.text for t in text.iter(SVG_NS + "tspan")) for text in figure.iter(SVG_NS + "text")]
+    worst_label = [label for label in labels if label.startswith("worst case")]
+    assert len(worst_label) == 1 and worst_label[0].endswith("all 1)")
     # Without the worst-case columns (no item left out): the band alone, no dashed limits, no note.
     plain = svg_by_id(render_report(**run), "fig-bands")
     assert not [p for p in plain.iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]

@@ -46,14 +46,17 @@ class EvaluationParams:
     method : {"paula", "random", "stratified"}
     eps, window, r_tilde : PAULA / stratified grid parameters.
     confidence : float in (0, 1) or None
-        PAULA bounds that hold with this probability under label noise; None for the paper's
-        deterministic bounds.
+        The one confidence level of every interval of the run: PAULA's confidence bounds, the
+        random method's pointwise intervals, the stratified method's simultaneous intervals and
+        the bootstrap bands all hold with this probability (``delta = 1 - confidence``). None
+        gives the paper's deterministic PAULA bounds, which hold without a probability under
+        assumptions A.1/A.2; the sampling methods and the bands have no such mode, so they refuse
+        None.
     sample_size : int, optional
         Labels for the random method (default: as many as the PAULA plan, for a fair comparison).
-    delta : float
-        One minus the confidence of sampling intervals and bands.
     seed : int
-        Seed of every random draw of the run.
+        Seed of every random draw of the run (recorded only where the run draws: the random and
+        stratified plans, the bands).
     oracle_column : str, optional
         Simulation mode: labels come from this column of the resource.
     bands : bool
@@ -71,7 +74,6 @@ class EvaluationParams:
     r_tilde: int | None = None
     confidence: float | None = None
     sample_size: int | None = None
-    delta: float = 0.05
     seed: int = 0
     oracle_column: str | None = None
     bands: bool = False
@@ -91,7 +93,13 @@ class EvaluationParams:
             check_float(self.confidence, name="confidence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
         if self.sample_size is not None:
             check_int(self.sample_size, name="sample_size", owner=owner, low=1)
-        check_float(self.delta, name="delta", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        if self.confidence is None and (self.method != "paula" or self.bands):
+            what = "bootstrap bands" if self.method == "paula" else f"the {self.method} method's intervals"
+            raise ParameterError(
+                f"The 'confidence' parameter of EvaluationParams is None, but {what} hold only with a "
+                "probability: give a level such as confidence=0.95 (None means the paper's deterministic "
+                "PAULA bounds, without bands)."
+            )
         check_int(self.seed, name="seed", owner=owner, low=0)
         check_int(self.band_sample, name="band_sample", owner=owner, low=10)
         check_int(self.replicates, name="replicates", owner=owner, low=10)
@@ -99,9 +107,27 @@ class EvaluationParams:
             check_float(t, name="targets", owner=owner, low=0.0, high=1.0, low_open=True)
         check_choice(self.aggregate, name="aggregate", owner=owner, choices=AGGREGATIONS)
 
+    @property
+    def delta(self) -> float | None:
+        """``1 - confidence``: the error probability of every interval of the run (None: deterministic)."""
+        return None if self.confidence is None else 1.0 - self.confidence
+
     def to_dict(self) -> dict:
+        """The parameters that decide this run's numbers (the run id and the manifest's ``params``).
+
+        Parameters without effect on this run are left out: the bands' sample and replicates
+        without bands, the random sample size for the other methods, the seed when nothing is
+        drawn (deterministic PAULA without bands). Left out, they take their defaults when read
+        back, which is what the run used.
+        """
         d = asdict(self)
         d["targets"] = list(self.targets)
+        if not self.bands:
+            del d["band_sample"], d["replicates"]
+        if self.method != "random":
+            del d["sample_size"]
+        if self.method == "paula" and not self.bands:
+            del d["seed"]
         return d
 
 
@@ -341,8 +367,11 @@ class Estimate:
 def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams) -> Estimate:
     """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items.
 
-    PAULA's deterministic bounds (``confidence`` None) also take every other known verdict of
-    the run (the bands' random arm) where it tightens them: :func:`with_every_label`.
+    PAULA's bounds also take every other known verdict of the run (the bands' random arm) where
+    it tightens them: :func:`with_every_label` (the deterministic bounds always; the confidence
+    bounds when the run has such an arm). The counts it uses hold without assumptions, so the
+    tightened bounds hold whenever the untightened ones do, at the same confidence. Every
+    interval uses the run's one level: ``delta = 1 - params.confidence``.
     """
     from ..bounds import paula_bounds
 
@@ -353,7 +382,7 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         b = paula_bounds(planned.plan, labels, **kwargs)
         cutoffs = {t: derived.deepest_rank(b, t) for t in params.targets}
         table, diagnostics = b.table(), b.diagnostics.to_dict()
-        if params.confidence is None:
+        if params.confidence is None or planned.in_band_arm is not None:
             table = with_every_label(table, planned.ranks, every)
             diagnostics["tightened_by_other_labels"] = int((table["yield_lower"] != b.table()["yield_lower"]).sum()
                                                            + (table["yield_upper"] != b.table()["yield_upper"]).sum())

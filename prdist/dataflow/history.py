@@ -6,6 +6,15 @@ release's bounds are recomputed from those labels at the confidence its place in
 (:func:`prdist.history.release_confidence`), with the same :func:`~prdist.dataflow.evaluate.estimate`
 the run used, so a run's history row and its own bounds come from one function. Runs in this
 process; no cluster, no Prefect.
+
+A release's place is recorded in its run's manifest (``release.place``) when the run is made
+(:func:`release_place`): one more than the last place of the series under the run's ``--out``,
+or the place of an earlier run of the same release. The history orders releases by that
+recorded place, so copying runs to another root, or deleting others, moves no release and
+changes no release's error budget. Runs made before places were recorded (no ``release`` entry)
+take the places after the last recorded one, in the order their manifests were written; two
+releases recorded at one place (runs made at the same moment) are kept apart, the later one
+taking the next free place, so no two releases ever share an error budget.
 """
 
 from __future__ import annotations
@@ -19,16 +28,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, ParameterError
 from ..history import certain_changes, default_ranks, release_confidence
 from ..report import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
 from .storage import filesystem, info_or_none, join_url, publish, resolve, write_parquet
 
-__all__ = ["HISTORY_COLUMNS", "RunRecord", "default_series", "history_table", "newest_changes", "read_runs", "series_of", "write_history"]
+__all__ = ["HISTORY_COLUMNS", "RunRecord", "default_series", "history_table", "newest_changes", "placed_releases", "read_runs",
+           "release_name", "release_place", "series_of", "write_history"]
 
-HISTORY_COLUMNS = ("series", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper", "change")
+HISTORY_COLUMNS = ("series", "place", "release", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper",
+                   "change")
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,28 @@ class RunRecord:
     @property
     def release(self) -> str:
         return self.manifest["input"]["fingerprint"]
+
+    @property
+    def recorded_place(self) -> int | None:
+        """The place in its series recorded when the run was made (None for runs made before)."""
+        place = (self.manifest.get("release") or {}).get("place")
+        return int(place) if place is not None else None
+
+    @property
+    def release_name(self) -> str:
+        """The release's name on the history page: the last part of its resource URL."""
+        return release_name(self.manifest["input"]["url"])
+
+
+def release_name(resource_url: str) -> str:
+    """A release's short name: the last part of its resource URL.
+
+    Examples
+    --------
+    >>> release_name("s3://kb/releases/2026-08/")
+    '2026-08'
+    """
+    return posixpath.basename(str(resource_url).rstrip("/")) or str(resource_url)
 
 
 def default_series(resource_url: str) -> str:
@@ -81,7 +114,9 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
     """Every committed PAULA evaluation under ``runs``, oldest first; and how many runs were passed over.
 
     Comparisons and the sampling baselines have no bounds at every rank to follow, so they are
-    passed over (and counted).
+    passed over (and counted); so are runs of older versions whose parameters this one refuses
+    (``--confidence none`` with ``--bands``: bounds and bands at no common level), which it
+    cannot bound again.
     """
     fs, root = filesystem(runs, storage_options)
     info = info_or_none(fs, root, where=runs)
@@ -91,7 +126,7 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
     for path in sorted(fs.glob(posixpath.join(root, "*", MANIFEST))):
         with fs.open(path, "rb") as fh:
             manifest = json.load(fh)
-        if manifest.get("params", {}).get("method") != "paula" or "input" not in manifest:
+        if manifest.get("params", {}).get("method") != "paula" or "input" not in manifest or not _rebounded(manifest):
             skipped += 1
             continue
         run_url = join_url(runs, posixpath.basename(posixpath.dirname(path)))
@@ -111,6 +146,48 @@ def _latest_per_release(records: list[RunRecord]) -> list[RunRecord]:
             seen.add(record.release)
             out.append(latest[record.release])
     return out
+
+
+def placed_releases(records: list[RunRecord]) -> list[tuple[RunRecord, int]]:
+    """The releases of one series with their places, first place first (see the module notes).
+
+    Each release by its latest run; ordered by recorded place (runs without one after, in the
+    order their manifests were written); a place already taken moves to the next free one.
+    """
+    unplaced = float("inf")
+    ordered = sorted(records, key=lambda r: (r.recorded_place or unplaced, r.created, r.manifest["run_id"]))
+    out, last = [], 0
+    for record in _latest_per_release(ordered):
+        recorded = record.recorded_place
+        last = recorded if recorded is not None and recorded > last else last + 1
+        out.append((record, last))
+    return out
+
+
+def release_place(runs: str, series: str, fingerprint: str, *, storage_options=None) -> int:
+    """The place in ``series`` of a new run of the release ``fingerprint`` under ``runs``.
+
+    The place of an earlier run of the same release when there is one (a release evaluated
+    again keeps its place), else one more than the last place of the series (1 for the first).
+    """
+    try:
+        records, _ = read_runs(runs, storage_options=storage_options)
+    except InputError:  # no root yet: the first run of every series
+        return 1
+    placed = placed_releases([r for r in records if r.series == series])
+    for record, place in placed:
+        if record.release == fingerprint:
+            return place
+    return placed[-1][1] + 1 if placed else 1
+
+
+def _rebounded(manifest: dict) -> bool:
+    """Whether this version can bound the run of ``manifest`` again (it accepts its parameters)."""
+    try:
+        _params(manifest)
+    except ParameterError:
+        return False
+    return True
 
 
 def _params(manifest: dict) -> ev.EvaluationParams:
@@ -141,24 +218,25 @@ def _bounds_at(record: RunRecord, place: int, ranks: np.ndarray, storage_options
 
 
 def history_table(records: list[RunRecord], *, ranks=None, storage_options=None, last: int | None = None) -> pd.DataFrame:
-    """One row per (run, rank) of one series, oldest run first, with the certain changes.
+    """One row per (run, rank) of one series, first place first, with the certain changes.
 
     ``last`` keeps only the last so many releases, each still bounded at its place in the whole
     series (the first of them then has no earlier release to be compared with: no change).
     """
-    records = _latest_per_release(records)
+    placed = placed_releases(records)
     if ranks is None:
-        latest = records[-1].manifest
+        latest = placed[-1][0].manifest
         ranks = default_ranks([row["rank"] for row in latest.get("cutoffs", [])], int(latest["n"]))
     ranks = np.asarray(ranks, dtype=np.int64)
-    first = 0 if last is None else max(len(records) - last, 0)
+    first = 0 if last is None else max(len(placed) - last, 0)
     frames, previous = [], None
-    for place, record in enumerate(records[first:], start=first + 1):
+    for record, place in placed[first:]:
         lower, upper = _bounds_at(record, place, ranks, storage_options)
         change = np.full(ranks.size, "", dtype=object) if previous is None else certain_changes(*previous, lower, upper)
         previous = (lower, upper)
         frames.append(pd.DataFrame({
-            "series": record.series, "run_id": record.manifest["run_id"], "resource": record.manifest["input"]["url"],
+            "series": record.series, "place": place, "release": record.release_name,
+            "run_id": record.manifest["run_id"], "resource": record.manifest["input"]["url"],
             "created": record.created, "n": int(record.manifest["n"]), "rank": ranks,
             "precision_lower": lower, "precision_upper": upper, "change": change,
         }))
@@ -172,7 +250,7 @@ def _browser_url(url: str, storage_options) -> str:
 
 
 _SCHEMA = pa.schema([
-    ("series", pa.string()), ("run_id", pa.string()), ("resource", pa.string()),
+    ("series", pa.string()), ("place", pa.int64()), ("release", pa.string()), ("run_id", pa.string()), ("resource", pa.string()),
     ("created", pa.timestamp("ms", tz="UTC")), ("n", pa.int64()), ("rank", pa.int64()),
     ("precision_lower", pa.float64()), ("precision_upper", pa.float64()), ("change", pa.string()),
 ])

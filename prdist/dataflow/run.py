@@ -19,9 +19,10 @@ from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, 
 from .labels import export_annotation_task
 from .extract import extract_ranks
 from ..history import default_ranks
-from .history import default_series
+from .history import default_series, release_name, release_place
 from .parquet import Resource, open_resource
 from .select import select_ranks
+from .summary import assumptions_doubt
 from .storage import exists, filesystem, read_parquet, write_parquet
 
 __all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
@@ -100,11 +101,14 @@ def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: e
                   series: str | None = None) -> RunDirectory:
     """The directory of the run of ``resource`` under ``params`` with these labels in ``series``.
 
-    Its id hashes the resource's fingerprint, the parameters, the labels and the series. The
-    series joins the hash only when it is not the default (:func:`series_of_run`), so a run given
-    its default series, or none, keeps the id it had before series could be named.
+    Its id hashes what decides the run's numbers and what its manifest reports: the resource's
+    fingerprint, the parameters, the labels, the label counts and the annotators' agreement (so a
+    store with other annotators behind the same verdicts is another run, whose manifest says so),
+    and the series. The series joins the hash only when it is not the default
+    (:func:`series_of_run`), so a run given its default series, or none, keeps its id.
     """
-    parts = [resource.fingerprint, params.to_dict(), labels_fingerprint(resolution.labels, resolution.kinds)]
+    parts = [resource.fingerprint, params.to_dict(), labels_fingerprint(resolution.labels, resolution.kinds),
+             {"counts": resolution.to_dict(), "agreement": resolution.agreement or None}]
     if series_of_run(resource, series) != default_series(resource.url):
         parts.append({"series": series})
     return RunDirectory(out, run_id(*parts), resource.storage_options)
@@ -155,10 +159,16 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         export = items.loc[awaiting].drop(columns=[params.oracle_column] if params.oracle_column else [], errors="ignore")
         task_url, _ = export_annotation_task(export, run.url, storage_options=resource.storage_options)
     manifest = {
-        "status": "complete",
+        "status": "awaiting labels" if missing else "complete",
         "awaiting_labels": bool(missing),
         "run_id": run.run_id,
         "series": series_of_run(resource, series),
+        # Where the release stands in its series, fixed now (the history orders by it, wherever the
+        # run is copied): not part of the run id, as a run id names one run of one root, whose place
+        # it keeps.
+        "release": {"place": release_place(out, series_of_run(resource, series), resource.fingerprint,
+                                           storage_options=resource.storage_options),
+                    "name": release_name(resource.url)},
         "params": params.to_dict(),
         "n": resource.n,
         "counts": resolution.to_dict(),
@@ -248,6 +258,7 @@ def summary_markdown(outcome: RunOutcome) -> str:
     """The Prefect artifact: what a reader of the flow run wants at a glance."""
     m = outcome.manifest
     c = m["counts"]
+    doubt = assumptions_doubt(m)
     lines = [
         "# prdist evaluation",
         "",
@@ -257,19 +268,19 @@ def summary_markdown(outcome: RunOutcome) -> str:
         f"{c['disputed']:,} disputed, {c['awaiting']:,} awaiting)",
         f"- run directory: `{outcome.url}` (report: `{outcome.url}/report.html`)",
         "",
-        "| precision target | deepest guaranteed rank | score |",
+        f"| precision target | deepest guaranteed rank{' (if the assumptions hold)' if doubt else ''} | score |",
         "|---|---|---|",
     ]
     for row in m.get("cutoffs", []):
         score = "\u2014" if row["score"] is None else f"{row['score']:.6g}"  # no guaranteed cut-off: no score
         lines.append(f"| {row['target']:.2f} | {row['rank']:,} | {score} |")
     d = m.get("diagnostics", {})
-    if "assumptions_plausible" in d:
-        verdict = "no evidence against the monotonicity assumptions" if d["assumptions_plausible"] else (
-            f"evidence against monotonicity: {d.get('monotonicity_violations', 0)} rises of the local precision, "
-            f"{d.get('contradictions', 0)} contradictions"
-        )
-        lines += ["", f"Diagnostics: {verdict}."]
+    if doubt:
+        lines += ["", f"**Warning**: {doubt}; the guarantees above hold only if the assumptions do."]
+    elif c["labeled"] == 0:
+        lines += ["", "Diagnostics: no planned label is known yet, so there is nothing to test the assumptions on."]
+    elif "assumptions_plausible" in d:
+        lines += ["", f"Diagnostics: the {c['labeled']:,} labels known show no evidence against the assumptions."]
     if outcome.missing:
         lines += ["", f"**Awaiting labels**: {outcome.missing:,} items, task at `{outcome.task}`."]
     return "\n".join(lines)

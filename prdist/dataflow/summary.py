@@ -9,7 +9,7 @@ import pandas as pd
 
 from .storage import exists, filesystem, join_url, read_parquet
 
-__all__ = ["awaiting_message", "run_summary"]
+__all__ = ["assumptions_doubt", "awaiting_message", "run_summary"]
 
 
 def _read(run: str, name: str, storage_options):
@@ -28,9 +28,12 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     n, counts, params = manifest["n"], manifest["counts"], manifest["params"]
     mode = "the paper's deterministic bounds" if params.get("confidence") is None else f"confidence {params['confidence']}"
     lines = [
-        f"prdist: {n:,} items, {counts['labeled']:,} of {counts['annotations']:,} planned labels known "
-        f"({counts['annotations'] / n:.2%} of the items), {params['method']}, {mode}",
+        f"prdist: {n:,} items, {counts['annotations']:,} planned for labels ({counts['annotations'] / n:.2%} of the "
+        f"items), {counts['labeled']:,} of them known; {params['method']}, {mode}",
     ]
+    doubt = assumptions_doubt(manifest)
+    if doubt:
+        lines.append(f"warning: {doubt}; the guarantees below hold only if the assumptions do (see the report's diagnostics)")
     wanted = np.unique(np.geomspace(min(1000, n), n, num=ranks).astype(np.int64))
     table = bounds.set_index("rank")
     rows = table.index.to_numpy()
@@ -45,7 +48,9 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
         lines.append(row)
     for cut in manifest.get("cutoffs", []):
         if cut["rank"] > 0:
-            lines.append(f"precision >= {cut['target']:.2f} is guaranteed down to rank {cut['rank']:,} (score >= {cut['score']:.6g})")
+            where = f"down to rank {cut['rank']:,} (score >= {cut['score']:.6g})"
+            lines.append(f"precision >= {cut['target']:.2f} {where} is guaranteed only if the assumptions hold" if doubt
+                         else f"precision >= {cut['target']:.2f} is guaranteed {where}")
     if counts.get("cannot_judge") or counts.get("disputed"):
         lines.append(f"cannot judge: {counts['cannot_judge']:,} items (counted as unknown by the bounds); "
                      f"disputed: {counts['disputed']:,}")
@@ -53,6 +58,27 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
         lines.append(f"awaiting labels: {counts['awaiting']:,} items, task at {manifest['annotation_task']}")
     lines.append(f"report: {join_url(run, 'report.html')}")
     return "\n".join(lines)
+
+
+def assumptions_doubt(manifest: dict) -> str | None:
+    """Why the run's diagnostics put its assumptions in doubt, in a few words; None when they do not."""
+    d = manifest.get("diagnostics") or {}
+    if d.get("assumptions_plausible") is not False or not manifest["counts"].get("labeled"):
+        return None  # nothing known, nothing tested (and no cut-off guaranteed)
+    reasons = []
+    if (d.get("confidence") or {}).get("model_rejected"):
+        p = ((d.get("confidence") or {}).get("monotone_rate_test") or {}).get("p_value")
+        reasons.append("the monotone-rate test rejects the model" + (f", p = {p:.3g}" if isinstance(p, (int, float)) else ""))
+    if d.get("contradictions"):
+        reasons.append(f"the bounds contradict each other at {d['contradictions']:,} grid points")
+    if d.get("confidence") is None and d.get("monotonicity_violations"):
+        reasons.append(f"the local precision rises at {d['monotonicity_violations']:,} grid points")
+    if d.get("confidence") is None and d.get("precondition_holds") is False:
+        reasons.append("the precondition p(g_l) >= p_D(g_l) fails")
+    ratio, gamma = d.get("max_ratio"), d.get("gamma")
+    if d.get("confidence") is None and isinstance(ratio, (int, float)) and isinstance(gamma, (int, float)) and ratio > gamma * (1 + 1e-12):
+        reasons.append(f"the yield ratio {ratio:.4g} exceeds gamma {gamma:.4g}")
+    return "the diagnostics put the assumptions in doubt" + (f": {'; '.join(reasons)}" if reasons else "")
 
 
 def awaiting_message(outcome, waiting_for: str) -> str:
