@@ -933,7 +933,7 @@ def _cmd_history(args) -> int:
         from .dataflow.history import newest_changes
 
         for series, rows in newest_changes(table).items():
-            announce_changes(series, rows, runs=args.runs)
+            announce_changes(series, rows, runs=args.runs, storage_options=options)
     print(out)
     return EXIT_OK
 
