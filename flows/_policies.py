@@ -134,6 +134,26 @@ def unsealed(storage_options) -> dict | None:
     return storage_options
 
 
+def note(message: str) -> None:
+    """Log ``message`` in the flow run's log (Prefect's run logger), or on the ``prdist`` logger outside one."""
+    import logging
+
+    if in_flow_run():
+        from prefect import get_run_logger
+
+        get_run_logger().info(message)
+    else:
+        logging.getLogger("prdist").info(message)
+
+
+def subflow(module: str, name: str):
+    """The flow ``flows.<module>.<name>`` inside a flow run (a call makes a subflow run), else its
+    body ``flows._<module>.<name>`` (a plain call, no Prefect)."""
+    import importlib
+
+    return getattr(importlib.import_module(f"flows.{module}" if in_flow_run() else f"flows._{module}"), name)
+
+
 def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
     """End a flow on its run directory: a markdown artifact, then the URL or "AwaitingLabels".
 

@@ -872,6 +872,8 @@ def _add_release(sub) -> None:
     add("--out", default=None, metavar="URL", help="root of the run directories for the triggered run (default: the deployment's)")
     add("--api-url", dest="api_url", default=None, metavar="URL", help="Prefect API, e.g. http://127.0.0.1:4200/api (default: PREFECT_API_URL)")
     add("--dry-run", dest="dry_run", action="store_true", help="print the event as JSON (the body of POST <api>/events, in a list) instead of sending it")
+    add("--current", default=None, metavar="POINTER", help="also publish the release as its series' current one: write the "
+        "pointer file POINTER (e.g. s3://prdist/releases/current.json), which deployments name as their resource")
     parser.set_defaults(handler=_cmd_release)
 
 
@@ -882,6 +884,11 @@ def _cmd_release(args) -> int:
     if args.dry_run:
         _print_json(event.to_dict())
         return EXIT_OK
+    if args.current is not None:
+        from flows.release import write_current
+
+        write_current(args.current, event.resource)
+        print(f"prdist release: {args.current} now names {event.resource} as the current release")
     api = emit_release(event, api_url=args.api_url)
     print(f"prdist release: {event.name} for {event.resource} sent to {api}")
     print(event.id)

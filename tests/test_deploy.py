@@ -214,7 +214,12 @@ def test_release_trigger_targets_the_release_event(prefect_yaml, monkeypatch):
     event = server_event(release_event("s3://prdist/releases/2026-08"))
     assert server_trigger.expects(EVENT)
     assert server_trigger.covers(event)
-    assert server_trigger.immediate and server_trigger.threshold == 1
+    # Reactive, on the first event; announcements of one release within 60 s start one run, of
+    # another release their own (one bucket per resource id).
+    assert server_trigger.posture == "Reactive" and server_trigger.threshold == 1
+    assert server_trigger.within.total_seconds() == 60 and server_trigger.for_each == {"prefect.resource.id"}
+    again, another = server_event(release_event("s3://prdist/releases/2026-08")), server_event(release_event("s3://prdist/releases/2026-09"))
+    assert server_trigger.bucketing_key(again) == server_trigger.bucketing_key(event) != server_trigger.bucketing_key(another)
     other = event.model_copy(update={"event": "prdist.release.retracted"})
     assert not server_trigger.covers(other)
     foreign = release_event("s3://prdist/releases/2026-08").to_dict()
