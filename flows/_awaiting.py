@@ -56,7 +56,7 @@ def awaiting_releases(out: str, *, storage_options=None) -> list[AwaitingRelease
     for path in sorted(fs.glob(posixpath.join(root, "*", MANIFEST))):
         with fs.open(path, "rb") as fh:
             manifest = json.load(fh)
-        if "input" not in manifest or not manifest.get("awaiting_labels"):
+        if manifest.get("kind") == "compare" or not manifest.get("awaiting_labels"):
             continue  # a comparison, or a run with every planned verdict
         parameters = tuple((name, manifest["params"].get(name)) for name in FLOW_PARAMETERS)
         if json.loads(json.dumps(ev.EvaluationParams(**dict(parameters)).to_dict())) != manifest["params"]:

@@ -173,7 +173,7 @@ def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
 
     logger = get_run_logger()
     create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary")
-    if "counts" in outcome.manifest and "input" in outcome.manifest:  # an evaluation (a comparison has its own counts)
+    if "kind" not in outcome.manifest:  # an evaluation (a comparison's manifest says "kind": "compare")
         logger.info(counts_message(outcome))
     logger.info("run directory: %s", outcome.url)
     if outcome.missing:

@@ -231,7 +231,7 @@ def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
 
             labels_run = _poll(relabeled, timeout=TRIGGER_TIMEOUT, what="the on-labels trigger")
             assert labels_run.parameters == {"resource": tracked.url, "out": str(runs), "labels": str(labels),
-                                             "scheduler": cluster.scheduler_address}  # fmt: skip
+                                             "scheduler": cluster.scheduler_address, "awaiting": True}  # fmt: skip
             # The event's resource; the deployment's label store, run root and scheduler...
             assert release_run.parameters == {"resource": released.url, "labels": str(labels), "out": str(runs),
                                               "scheduler": cluster.scheduler_address}  # fmt: skip

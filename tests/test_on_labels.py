@@ -77,12 +77,16 @@ def test_without_the_option_only_the_named_release_is_evaluated(two_awaiting, tm
     assert len(list((tmp_path / "runs").glob("*/manifest.json"))) == 2
 
 
-def test_runs_with_parameters_a_flow_cannot_take_are_left_alone(two_awaiting):
+def test_runs_with_parameters_a_flow_cannot_take_are_left_alone(two_awaiting, tmp_path):
     r1, r2, runs, store, run1, run2 = two_awaiting
     path = f"{run1.removeprefix('file://')}/manifest.json"
     manifest = _manifest(run1)
     manifest["params"]["replicates"] = 17  # made through the Python API
     open(path, "w").write(json.dumps(manifest))
+    assert [w.resource.rsplit("/", 1)[-1] for w in awaiting_releases(runs)] == ["r2"]
+    # A comparison awaiting labels is compare-systems' to make again.
+    (tmp_path / "runs" / "cmp").mkdir()
+    (tmp_path / "runs" / "cmp" / "manifest.json").write_text(json.dumps({"kind": "compare", "awaiting_labels": True, "params": {}}))
     assert [w.resource.rsplit("/", 1)[-1] for w in awaiting_releases(runs)] == ["r2"]
     assert awaiting_releases(str(runs) + "-none") == []
 
