@@ -346,10 +346,13 @@ def release_lock(name: str):
     from prefect.concurrency.sync import concurrency
     from prefect.exceptions import ObjectAlreadyExists
 
-    with get_client(sync_client=True) as client, contextlib.suppress(ObjectAlreadyExists):
-        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+    logger = get_run_logger()
+    with get_client(sync_client=True) as client:
+        with contextlib.suppress(ObjectAlreadyExists):
+            client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+        if client.read_global_concurrency_limit_by_name(name).active_slots:
+            logger.info("another run of this release holds %s: waiting for it", name)
     started = time.monotonic()
     with concurrency(name, occupy=1, lease_duration=LOCK_LEASE_SECONDS, strict=True):
-        waited = time.monotonic() - started
-        get_run_logger().info("holding %s%s", name, f" (waited {waited:.0f} s for another run of this release)" if waited >= 1 else "")
+        logger.info("holding %s (acquired in %.1f s)", name, time.monotonic() - started)
         yield

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -26,11 +27,14 @@ from test_deploy_server import BIN, RUN_TIMEOUT, TRIGGER_TIMEOUT, _clean_env, _p
 from test_deploy_server import prefect_server  # noqa: F401 (the module's own server)
 
 
-def _release(path: Path, prefix: str, n: int = 20_000) -> str:
-    """A sorted release whose keys carry ``prefix``: releases share no key."""
+def _release(path: Path, prefix: str, n: int = 20_000, *, shuffled: bool = False) -> str:
+    """A release whose keys carry ``prefix`` (releases share no key): sorted, or in a seeded random
+    order (then its extraction passes over every row, which takes seconds at 10^6)."""
     path.mkdir(parents=True)
-    pq.write_table(pa.table({"key": [f"{prefix}-{i}" for i in range(n)], "score": [1.0 - i / n for i in range(n)]}),
-                   path / "part-0.parquet")  # fmt: skip
+    scores = 1.0 - np.arange(n) / n
+    if shuffled:
+        scores = np.random.default_rng(0).permutation(scores)
+    pq.write_table(pa.table({"key": [f"{prefix}-{i}" for i in range(n)], "score": scores}), path / "part-0.parquet")
     return str(path)
 
 
@@ -83,7 +87,8 @@ def test_one_computation_per_release_and_labels_that_reach_every_release_they_to
     api = prefect_server.api_url
     hook_url, received = webhook
     releases = tmp_path / "releases"
-    r1, r2 = _release(releases / "r1", "a"), _release(releases / "r2", "b")
+    # r1's computation takes seconds, so that the two flow runs of it overlap.
+    r1, r2 = _release(releases / "r1", "a", 1_000_000, shuffled=True), _release(releases / "r2", "b")
     pointer = str(releases / "current.json")
     runs, labels = tmp_path / "runs", tmp_path / "labels"
     (tmp_path / "home").mkdir()
@@ -135,6 +140,8 @@ def test_one_computation_per_release_and_labels_that_reach_every_release_they_to
             # ...and one computation: one extraction, one run directory, one run.completed.
             extractions = [t for t in _task_runs(api, [r["id"] for r in first]) if t["task_key"].startswith("extract_task")]
             assert len(extractions) == 1, extractions
+            # (Without the lock both extract: r1's extraction takes seconds, and the two runs reach it
+            # within a second of each other.)
             (run1,) = [p.parent for p in runs.glob("*/manifest.json") if json.loads(p.read_text())["input"]["url"].endswith("/r1")]
             # The current release (the pointer's) was evaluated: the pointer names r2.
             assert [r["state_name"] for r in of(r2)] == ["AwaitingLabels"]
