@@ -8,7 +8,9 @@ then imports no Prefect. The steps that compute drive Dask through a ``distribut
 cluster per run (started when first needed, none below the size where one pays); retries are on
 the I/O steps only. The extraction of planned items (the expensive pass over the resource) is
 staged as a Parquet file keyed by the input fingerprint and the parameters, so a rerun after a
-crash or after labels arrive resumes there; the run itself is found by its id and not redone.
+crash or after labels arrive resumes there; the run itself is found by its id and not redone. On
+Prefect, a lock per release and runs root (:func:`flows._policies.release_lock`) makes concurrent
+attempts compute once: each looks for the committed run first, under the lock.
 """
 
 from __future__ import annotations
@@ -16,12 +18,28 @@ from __future__ import annotations
 import numpy as np
 import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
 
-from flows._policies import IN_MEMORY, IO_RETRIES, conclude, log_dashboard, run_artifacts, step, unsealed
+from flows._awaiting import awaiting_releases, is_touched
+from flows._policies import (
+    IN_MEMORY,
+    IO_RETRIES,
+    conclude,
+    log_dashboard,
+    note,
+    release_lock,
+    release_lock_name,
+    run_artifacts,
+    step,
+    subflow,
+    unsealed,
+)
+from flows.release import current_release
+from prdist.redaction import redact_url
 from flows.events import announce_evaluation
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client, one_cluster
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.run import (
+    committed_run,
     cutoff_bounds,
     exact_precision,
     extract_items,
@@ -34,6 +52,25 @@ from prdist.dataflow.run import (
 @step(**IO_RETRIES)
 def open_resource_task(url: str, storage_options: dict | None, key: str, score: str, oracle_column: str | None):
     return open_for_run(url, storage_options=storage_options, key=key, score=score, oracle_column=oracle_column)
+
+
+@step(**IO_RETRIES)
+def committed_task(resource, params: ev.EvaluationParams, out: str, labels: str | None, series: str | None) -> RunOutcome | None:
+    return committed_run(resource, params, out=out, labels=labels, series=series)
+
+
+@step(**IO_RETRIES)
+def current_task(url: str, storage_options: dict | None) -> str:
+    return current_release(url, storage_options=storage_options)
+
+
+@step(**IO_RETRIES)
+def touched_task(out: str, labels: str | None, storage_options: dict | None, key: str, score: str) -> list:
+    releases = awaiting_releases(out, storage_options=storage_options)
+    touched = [r for r in releases if is_touched(r, out=out, labels=labels, storage_options=storage_options, key=key, score=score)]
+    note(f"{len(releases)} release(s) under {redact_url(out)} await labels; the label store's verdicts change the plans of "
+         f"{len(touched)}: {', '.join(redact_url(r.resource) for r in touched) or 'none'}")
+    return touched
 
 
 @step(**IN_MEMORY)
@@ -101,14 +138,20 @@ def evaluate_release(
     score: str = "score",
     aggregate: str = "majority",
     series: str | None = None,
+    awaiting: bool = False,
 ) -> str:
     """Evaluate the resource at ``resource`` and write one run directory under ``out``.
 
     Returns the run directory's URL. When planned labels are missing the flow still writes the
     whole run (status "awaiting labels") with conservative bounds plus ``annotation_task.csv``/``.jsonl``, and ends in
     the state named "AwaitingLabels". ``series`` names the line of releases the run belongs to
-    (``prdist history``); default: the resource URL's parent.
+    (``prdist history``); default: the resource URL's parent. ``resource`` may be a release
+    pointer written by ``prdist release --current`` (a ``.json`` file naming the series' current
+    release): the release it names is evaluated. With ``awaiting`` (the on-labels deployment),
+    every other release under ``out`` awaiting labels whose plan the label store's verdicts now
+    change is evaluated again too, each as its own (sub)flow run (:mod:`flows._awaiting`).
     """
+    resource = current_task(resource, unsealed(storage_options))
     params = ev.EvaluationParams(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
         seed=seed, oracle_column=oracle_column, bands=bands, aggregate=aggregate,
@@ -116,14 +159,38 @@ def evaluate_release(
     with one_cluster():  # one Dask cluster for every step of the run, started when first needed
         res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
         planned = plan_task(res.n, params)
-        items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
-        items, resolution = labels_task(items_url, res, params, labels)
-        est = estimate_task(planned, resolution.labels, params)
-        pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
-        # In simulation the truth is known: record the exact precision beside the bounds.
-        exact = exact_task(res, est.bounds["rank"].to_numpy(), items, scheduler) if oracle_column else None
-        outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
+        # One computation per release: concurrent attempts (announcements, a schedule and a
+        # trigger, label imports) wait here; the first computes and commits, the others find its run.
+        with release_lock(release_lock_name(out, res.fingerprint, ev.run_key(params))):
+            outcome, bounds = committed_task(res, params, out, labels, series), None
+            if outcome is None:
+                outcome, bounds = _compute(res, planned, params, out=out, labels=labels, scheduler=scheduler, series=series)
     # Events for automations (none in-process without a Prefect API): the run, and a certain change.
     announce_evaluation(outcome, method=method, runs=out, storage_options=res.storage_options)
-    run_artifacts(outcome, cutoff_bounds(est, res.n))
+    run_artifacts(outcome, bounds)
+    if awaiting:
+        _evaluate_touched(out, labels, scheduler, storage_options, key, score)
     return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")
+
+
+def _compute(res, planned, params: ev.EvaluationParams, *, out: str, labels: str | None, scheduler: str | None,
+             series: str | None):
+    """Extract, label, estimate, (bands, exact precision), write: the run's outcome and its cut-off bounds."""
+    items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
+    items, resolution = labels_task(items_url, res, params, labels)
+    est = estimate_task(planned, resolution.labels, params)
+    pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
+    # In simulation the truth is known: record the exact precision beside the bounds.
+    exact = exact_task(res, est.bounds["rank"].to_numpy(), items, scheduler) if params.oracle_column else None
+    outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
+    return outcome, cutoff_bounds(est, res.n)
+
+
+def _evaluate_touched(out: str, labels: str | None, scheduler: str | None, storage_options, key: str, score: str) -> list:
+    """Evaluate again each release :func:`touched_task` finds: a subflow run each on Prefect, this body in-process."""
+    evaluate = subflow("evaluate_release", "evaluate_release")
+    return [
+        evaluate(resource=r.resource, out=out, labels=labels, scheduler=scheduler, storage_options=storage_options, key=key,
+                 score=score, series=r.series, **dict(r.parameters))
+        for r in touched_task(out, labels, unsealed(storage_options), key, score)
+    ]  # fmt: skip

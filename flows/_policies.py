@@ -7,8 +7,10 @@ flow run uses it: a step's task, an artifact, a state.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import sys
 import time
 
@@ -132,6 +134,26 @@ def unsealed(storage_options) -> dict | None:
     return storage_options
 
 
+def note(message: str) -> None:
+    """Log ``message`` in the flow run's log (Prefect's run logger), or on the ``prdist`` logger outside one."""
+    import logging
+
+    if in_flow_run():
+        from prefect import get_run_logger
+
+        get_run_logger().info(message)
+    else:
+        logging.getLogger("prdist").info(message)
+
+
+def subflow(module: str, name: str):
+    """The flow ``flows.<module>.<name>`` inside a flow run (a call makes a subflow run), else its
+    body ``flows._<module>.<name>`` (a plain call, no Prefect)."""
+    import importlib
+
+    return getattr(importlib.import_module(f"flows.{module}" if in_flow_run() else f"flows._{module}"), name)
+
+
 def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
     """End a flow on its run directory: a markdown artifact, then the URL or "AwaitingLabels".
 
@@ -151,6 +173,8 @@ def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
 
     logger = get_run_logger()
     create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary")
+    if "kind" not in outcome.manifest:  # an evaluation (a comparison's manifest says "kind": "compare")
+        logger.info(counts_message(outcome))
     logger.info("run directory: %s", outcome.url)
     if outcome.missing:
         logger.warning(message)
@@ -158,31 +182,177 @@ def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
     return outcome.url
 
 
-def run_artifacts(outcome, bounds) -> None:
-    """A flow run's table artifact (``bounds``: the bounds at the cut-offs) and link artifact (the report).
+#: The variable that maps run directories on an object store to the web address serving them.
+REPORT_BASE_VARIABLE = "PRDIST_REPORT_BASE_URL"
 
-    Outside a flow run (the in-process runner) there is no API to hold them: nothing is made.
+
+def report_location(url: str) -> str:
+    """``url`` (a run's report or task) as a web address when ``PRDIST_REPORT_BASE_URL`` maps it.
+
+    ``PRDIST_REPORT_BASE_URL`` is ``PREFIX=BASE``, e.g.
+    ``s3://prdist=https://s3.example.org/prdist``: a URL under PREFIX is BASE followed by the rest.
+    Any other URL is returned as it is.
+
+    Examples
+    --------
+    >>> os.environ[REPORT_BASE_VARIABLE] = "s3://prdist/runs=https://reports.example.org/runs"
+    >>> report_location("s3://prdist/runs/abc/report.html")
+    'https://reports.example.org/runs/abc/report.html'
+    >>> report_location("s3://other/abc/report.html")
+    's3://other/abc/report.html'
+    >>> del os.environ[REPORT_BASE_VARIABLE]
+    """
+    prefix, base = _report_base()
+    if prefix is None or not (url == prefix or url.startswith(prefix + "/")):
+        return url
+    return base + url[len(prefix):]
+
+
+def _report_base() -> tuple[str | None, str | None]:
+    value = os.environ.get(REPORT_BASE_VARIABLE, "").strip()
+    if not value:
+        return None, None
+    prefix, sep, base = value.partition("=")
+    if not sep or "://" not in prefix or not base.startswith(("http://", "https://")):
+        from prdist.errors import InputError
+
+        raise InputError(
+            f"{REPORT_BASE_VARIABLE} must be PREFIX=BASE, a storage prefix and the http(s) address serving it, "
+            f"e.g. s3://prdist=https://s3.example.org/prdist. Got {redact_url(value)!r}."
+        )
+    return prefix.rstrip("/"), base.rstrip("/")
+
+
+def run_artifacts(outcome, bounds) -> None:
+    """A flow run's table artifact (``bounds``: the bounds at the cut-offs; None for a run found
+    committed, whose own flow run holds them) and its report artifact.
+
+    The report is a link artifact when a browser can open it (an http(s) address, also through
+    ``PRDIST_REPORT_BASE_URL``, or a local file); an object-store location (``s3://...``) is
+    shown as such, in a markdown artifact that says how to make it a link. Outside a flow run
+    (the in-process runner) there is no API to hold them: nothing is made.
     """
     if not in_flow_run():
         return
-    from prefect.artifacts import create_link_artifact, create_table_artifact
+    from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
     run_id = outcome.manifest["run_id"]
-    create_table_artifact(table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
-                          description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten")
-    create_link_artifact(link=redact_url(join_url(outcome.url, "report.html")), link_text=f"report of run {run_id}",
-                         key="prdist-report", description="The run's HTML report")
+    if bounds is not None:
+        create_table_artifact(table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
+                              description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten")
+    report = report_location(redact_url(join_url(outcome.url, "report.html")))
+    description = "The run's HTML report"
+    if report.startswith(("http://", "https://", "file://", "/")):
+        create_link_artifact(link=report, link_text=f"report of run {run_id}", key="prdist-report", description=description)
+    else:
+        create_markdown_artifact(key="prdist-report", description=description, markdown=(
+            f"The report of run {run_id} is the object `{report}` on the object store: not a web address a browser "
+            f"opens. Copy it out, or set {REPORT_BASE_VARIABLE}=PREFIX=BASE in the flow runs' environment (e.g. "
+            f"s3://prdist=https://s3.example.org/prdist) to link the reports here."))  # fmt: skip
 
 
-def log_dashboard(client) -> None:
-    """Log the Dask dashboard of ``client`` in the flow run's log, when there is one to link."""
-    if client is None or not in_flow_run():
-        return
+def counts_message(outcome) -> str:
+    """One line for the flow run's log: items, bytes read, planned labels known and awaited, the run.
+
+    Examples
+    --------
+    >>> from prdist.dataflow.artifacts import RunOutcome
+    >>> manifest = {"run_id": "abc", "n": 20000, "input": {"bytes_read": 1536000},
+    ...             "counts": {"annotations": 300, "labeled": 280, "awaiting": 20, "cannot_judge": 0, "disputed": 0}}
+    >>> counts_message(RunOutcome("runs/abc", manifest, 20))
+    'run abc (new): 20,000 items, 1.5 MB read, 300 planned labels: 280 known, 20 awaited, 0 cannot judge, 0 disputed'
+    """
+    m, c = outcome.manifest, outcome.manifest["counts"]
+    done = "found committed, nothing recomputed" if outcome.reused else "new"
+    read = int(m.get("input", {}).get("bytes_read", 0))
+    return (f"run {m['run_id']} ({done}): {m['n']:,} items, {read / 1024**2:,.1f} MB read, {c['annotations']:,} planned labels: "
+            f"{c['labeled']:,} known, {c.get('awaiting', 0):,} awaited, {c.get('cannot_judge', 0):,} cannot judge, "
+            f"{c.get('disputed', 0):,} disputed")
+
+
+def _scheduler_serves_dashboard(dask_scheduler=None) -> bool:
+    """Run on the scheduler: whether its dashboard works there (Dask serves it with bokeh only)."""
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
+
+
+def dashboard_link(client) -> str | None:
+    """The Dask dashboard of ``client``'s scheduler when it serves one that works, else None.
+
+    Without bokeh on the scheduler, Dask still announces a dashboard address whose pages only
+    say "Dask needs bokeh>=3.1.0": that is not a link to give anyone. The scheduler is asked
+    (a scheduler that cannot answer, e.g. one without prdist installed, counts as serving none).
+    """
     try:
         link = client.dashboard_link
     except KeyError:  # a scheduler that serves no dashboard
-        link = None
+        return None
+    if not link:
+        return None
+    try:
+        working = client.run_on_scheduler(_scheduler_serves_dashboard)
+    except Exception:  # noqa: BLE001 (only decides whether a link is logged)
+        return None
+    return link if working else None
+
+
+def log_dashboard(client) -> None:
+    """Log the Dask dashboard of ``client`` in the flow run's log, when there is one that works."""
+    if client is None or not in_flow_run():
+        return
+    link = dashboard_link(client)
     if link:
         from prefect import get_run_logger
 
         get_run_logger().info("Dask dashboard: %s", link)
+
+
+#: Seconds a release's lock outlives a holder that stopped renewing it (a killed flow run); the
+#: server's repossessor then frees it within about 15 s more. Prefect's minimum lease.
+LOCK_LEASE_SECONDS = 60
+
+
+def release_lock_name(out: str, fingerprint: str, run_key: str) -> str:
+    """The name of the lock of one computation: the runs root, the release's fingerprint, the parameters.
+
+    Examples
+    --------
+    >>> name = release_lock_name("s3://prdist/runs", "f" * 64, "k1")
+    >>> name.startswith("prdist-run-"), len(name), name == release_lock_name("s3://prdist/runs", "f" * 64, "k1")
+    (True, 35, True)
+    """
+    import hashlib
+
+    return "prdist-run-" + hashlib.sha256(json.dumps([out, fingerprint, run_key]).encode()).hexdigest()[:24]
+
+
+@contextlib.contextmanager
+def release_lock(name: str):
+    """Hold the lock ``name`` (:func:`release_lock_name`) while a release is computed and committed.
+
+    In a flow run it is a Prefect global concurrency limit of one slot (created when missing),
+    held on a lease the flow run renews: every flow run of every worker on every host that talks
+    to the same Prefect server waits for it, and a holder that dies frees it when its lease
+    lapses (:data:`LOCK_LEASE_SECONDS`). Outside a flow run (the in-process runner, no server) it
+    holds nothing: concurrent attempts then compute twice, and the create-only commit keeps one.
+    """
+    if not in_flow_run():
+        yield
+        return
+    from prefect import get_run_logger
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.concurrency.sync import concurrency
+    from prefect.exceptions import ObjectAlreadyExists
+
+    logger = get_run_logger()
+    with get_client(sync_client=True) as client:
+        with contextlib.suppress(ObjectAlreadyExists):
+            client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+        if client.read_global_concurrency_limit_by_name(name).active_slots:
+            logger.info("another run of this release holds %s: waiting for it", name)
+    started = time.monotonic()
+    with concurrency(name, occupy=1, lease_duration=LOCK_LEASE_SECONDS, strict=True):
+        logger.info("holding %s (acquired in %.1f s)", name, time.monotonic() - started)
+        yield

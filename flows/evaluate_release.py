@@ -12,15 +12,25 @@ import posixpath
 from prefect import flow
 
 from flows import _evaluate_release
+from flows.release import current_release
 from prdist.dataflow.history import default_series
 from prdist.redaction import redact_url
 
 
 def run_name() -> str:
-    """The flow run's name: its series and release (the resource's last path part), no credentials."""
+    """The flow run's name: its series and release (the resource's last path part), no credentials.
+
+    A release pointer (``prdist release --current``) is named by the release it names now; by
+    itself when it cannot be read (the run then says why).
+    """
     from prefect.runtime import flow_run
 
-    resource = redact_url(flow_run.parameters["resource"]).rstrip("/")
+    resource = flow_run.parameters["resource"]
+    try:
+        resource = current_release(resource)
+    except Exception:  # noqa: BLE001 (a name must not fail the run; the run's first step reports the pointer)
+        pass
+    resource = redact_url(resource).rstrip("/")
     series = flow_run.parameters.get("series") or default_series(resource)
     return f"{series} @ {posixpath.basename(resource) or resource}"
 

@@ -17,21 +17,27 @@ standard library; sending one imports Prefect.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from prdist.redaction import redact_url, refuse_credentials
-from prdist.errors import InputError, ParameterError
+from prdist.errors import DataError, InputError, ParameterError
 
-__all__ = ["EVENT", "RESOURCE_PREFIX", "ReleaseEvent", "emit_release", "release_event"]
+__all__ = ["EVENT", "POINTER_SUFFIX", "RESOURCE_PREFIX", "ReleaseEvent", "current_release", "emit_release", "release_event",
+           "write_current"]
 
 #: Name of the event a trigger of ``deploy/prefect.yaml`` listens for.
 EVENT = "prdist.release.published"
 
 #: Prefix of the event's resource id; the rest is the resource URL.
 RESOURCE_PREFIX = "prdist.resource."
+
+#: How a release pointer's name ends: ``prdist release --current POINTER`` writes one, and an
+#: evaluation whose ``resource`` names one evaluates the release it names.
+POINTER_SUFFIX = ".json"
 
 #: Seconds to wait for the server to answer (health check, websocket connection).
 _TIMEOUT = 10.0
@@ -240,3 +246,60 @@ def emit_release(event: ReleaseEvent, *, api_url=None) -> str:
                 f"({type(exc).__name__}: {exc}). Check that websockets reach {shown}/events/in."
             ) from None
     return shown
+
+
+def write_current(pointer: str, resource: str, *, storage_options=None) -> dict:
+    """Publish ``resource`` as the current release of its series: write the pointer file ``pointer``.
+
+    The pointer is a small JSON object ``{"resource": URL, "published": ISO time}``, replaced
+    whole (a reader sees the old one or the new one). A deployment whose ``resource`` is the
+    pointer (``PRDIST_RESOURCE=s3://prdist/releases/current.json``) evaluates the release it
+    names at each run (:func:`current_release`). Returns the object written.
+
+    Raises
+    ------
+    InputError
+        ``pointer`` or ``resource`` is not an absolute path or URL, embeds credentials, or
+        ``pointer`` does not end in ``.json``.
+    """
+    from prdist.dataflow.storage import publish, resolve
+
+    resource = _check_url(resource, option="--resource", owner="write_current")
+    pointer = _check_url(pointer, option="--current", owner="write_current")
+    if not pointer.endswith(POINTER_SUFFIX):
+        raise InputError(f"--current names the pointer file to write and must end in {POINTER_SUFFIX}, e.g. "
+                         f"s3://prdist/releases/current.json. Got {redact_url(pointer)!r}.")
+    record = {"resource": resource, "published": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    data = (json.dumps(record, indent=2) + "\n").encode()
+    publish(resolve(pointer, storage_options=storage_options), lambda fh: fh.write(data), exclusive=False)
+    return record
+
+
+def current_release(url: str, *, storage_options=None) -> str:
+    """The release ``url`` names: the one a release pointer (``*.json``) holds, else ``url`` itself.
+
+    Raises
+    ------
+    DataError
+        The pointer is not a JSON object whose ``resource`` is an absolute path or URL.
+
+    Examples
+    --------
+    >>> current_release("s3://prdist/releases/2026-08")
+    's3://prdist/releases/2026-08'
+    """
+    if not str(url).endswith(POINTER_SUFFIX):
+        return url
+    from prdist.dataflow.storage import filesystem
+
+    fs, path = filesystem(url, storage_options)
+    with fs.open(path, "rb") as fh:
+        text = fh.read()
+    try:
+        record = json.loads(text)
+        return _check_url(record["resource"], option="resource", owner=f"the release pointer {redact_url(url)}")
+    except (ValueError, KeyError, TypeError, InputError) as exc:
+        raise DataError(
+            f"{redact_url(url)} is not a release pointer ({type(exc).__name__}: {exc}). Write it with "
+            f"'prdist release --resource URL --current {redact_url(url)}'."
+        ) from None

@@ -280,6 +280,8 @@ def _add_synth(sub) -> None:
     add("--partitions", type=int, default=None, metavar="K", help="number of Parquet files (default: one per 2^22 items)")
     add("--order", choices=("sorted", "shuffled"), default="sorted", help="row order (default sorted: rank order)")
     add("--seed", type=int, required=True, metavar="S", help="master seed (same seed, same resource)")
+    add("--key-offset", dest="key_offset", type=int, default=0, metavar="K",
+        help="keys of generation positions K..K+N-1 (default 0): releases given disjoint ranges share no key")
     add("--out", required=True, metavar="URL", help="destination path or fsspec URL (s3://...); must not exist")
     _add_storage_options(add, "for --out")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: local threads)")
@@ -322,6 +324,7 @@ def _cmd_synth(args) -> int:
     if args.partitions is not None:
         check_int(args.partitions, name="--partitions", owner=owner, low=1, high=n)
     check_int(args.seed, name="--seed", owner=owner, low=0)
+    check_int(args.key_offset, name="--key-offset", owner=owner, low=0, high=2**62 - n)
     storage_options = _storage_options(args)
     count = None if args.model == "discrete" else 2
     classes = {}
@@ -340,7 +343,7 @@ def _cmd_synth(args) -> int:
         client = stack.enter_context(dask_client(args.scheduler)) if args.scheduler else None
         resource = write_synthetic(
             model, n=n, out=args.out, partitions=args.partitions, order=args.order, seed=args.seed,
-            storage_options=storage_options, client=client,
+            storage_options=storage_options, client=client, key_offset=args.key_offset,
         )  # fmt: skip
     files = resource.partitions
     print(f"prdist synth: {resource.n:,} items of {model!r}, {resource.order}, {files} file(s)")
@@ -881,6 +884,8 @@ def _add_release(sub) -> None:
     add("--out", default=None, metavar="URL", help="root of the run directories for the triggered run (default: the deployment's)")
     add("--api-url", dest="api_url", default=None, metavar="URL", help="Prefect API, e.g. http://127.0.0.1:4200/api (default: PREFECT_API_URL)")
     add("--dry-run", dest="dry_run", action="store_true", help="print the event as JSON (the body of POST <api>/events, in a list) instead of sending it")
+    add("--current", default=None, metavar="POINTER", help="also publish the release as its series' current one: write the "
+        "pointer file POINTER (e.g. s3://prdist/releases/current.json), which deployments name as their resource")
     parser.set_defaults(handler=_cmd_release)
 
 
@@ -891,6 +896,11 @@ def _cmd_release(args) -> int:
     if args.dry_run:
         _print_json(event.to_dict())
         return EXIT_OK
+    if args.current is not None:
+        from flows.release import write_current
+
+        write_current(args.current, event.resource)
+        print(f"prdist release: {args.current} now names {event.resource} as the current release")
     api = emit_release(event, api_url=args.api_url)
     print(f"prdist release: {event.name} for {event.resource} sent to {api}")
     print(event.id)
@@ -944,7 +954,7 @@ def _cmd_history(args) -> int:
         from .dataflow.history import newest_changes
 
         for series, rows in newest_changes(table).items():
-            announce_changes(series, rows, runs=args.runs)
+            announce_changes(series, rows, runs=args.runs, storage_options=options)
     print(out)
     return EXIT_OK
 

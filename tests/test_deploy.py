@@ -214,7 +214,12 @@ def test_release_trigger_targets_the_release_event(prefect_yaml, monkeypatch):
     event = server_event(release_event("s3://prdist/releases/2026-08"))
     assert server_trigger.expects(EVENT)
     assert server_trigger.covers(event)
-    assert server_trigger.immediate and server_trigger.threshold == 1
+    # Reactive, on the first event; announcements of one release within 60 s start one run, of
+    # another release their own (one bucket per resource id).
+    assert server_trigger.posture == "Reactive" and server_trigger.threshold == 1
+    assert server_trigger.within.total_seconds() == 60 and server_trigger.for_each == {"prefect.resource.id"}
+    again, another = server_event(release_event("s3://prdist/releases/2026-08")), server_event(release_event("s3://prdist/releases/2026-09"))
+    assert server_trigger.bucketing_key(again) == server_trigger.bucketing_key(event) != server_trigger.bucketing_key(another)
     other = event.model_copy(update={"event": "prdist.release.retracted"})
     assert not server_trigger.covers(other)
     foreign = release_event("s3://prdist/releases/2026-08").to_dict()
@@ -262,16 +267,25 @@ def test_labels_trigger_reruns_on_imports_into_the_tracked_store(prefect_yaml, m
     assert [server_trigger.covers(e) for e in events] == [True, True, False]
 
 
-def test_readme_alert_automation_notifies_on_a_certain_drop():
-    """The automation of deploy/README.md: Prefect's own model accepts it; it matches drops only."""
-    from prefect.events.schemas.automations import AutomationCore
+def _shipped_automation(name: str, block_id: str | None = str(uuid.UUID(int=7))):
+    """An automation of deploy/automations/, as deploy/automations.py makes it (Prefect's own model)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("deploy_automations", DEPLOY / "automations.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.automation(yaml.safe_load((DEPLOY / "automations" / name).read_text()), block_id)
+
+
+def test_shipped_alert_automation_notifies_on_a_certain_drop():
+    """deploy/automations/precision-dropped.yaml: Prefect's own model accepts it; it matches drops only."""
     from prefect.server.events.schemas.automations import EventTrigger
 
-    readme = (DEPLOY / "README.md").read_text()
-    (text,) = re.findall(r"```yaml\n(# precision-alert.yaml\n.*?)```", readme, flags=re.S)
-    automation = AutomationCore.model_validate(yaml.safe_load(text))
+    automation = _shipped_automation("precision-dropped.yaml")
     (action,) = automation.actions
     assert action.type == "send-notification" and "event.payload.ranks" in action.body
+    assert str(action.block_document_id) == str(uuid.UUID(int=7))
+    assert _shipped_automation("precision-dropped.yaml", None) is None  # no block named: not created
     trigger = EventTrigger.model_validate(automation.trigger.model_dump())
 
     def changed(direction):
@@ -283,6 +297,27 @@ def test_readme_alert_automation_notifies_on_a_certain_drop():
         })  # fmt: skip
 
     assert trigger.covers(changed("down")) and not trigger.covers(changed("up"))
+
+
+def test_shipped_automation_notifies_once_per_run_awaiting_labels(monkeypatch, tmp_path):
+    """deploy/automations/awaiting-labels.yaml matches the event a run awaiting labels sends (once)."""
+    from prefect.server.events.schemas.automations import EventTrigger
+
+    from flows.events import AWAITING_LABELS, announce_run
+    from prdist.dataflow.artifacts import RunOutcome
+
+    automation = _shipped_automation("awaiting-labels.yaml")
+    (action,) = automation.actions
+    assert action.type == "send-notification" and "event.payload.task" in action.body
+    trigger = EventTrigger.model_validate(automation.trigger.model_dump())
+    manifest = {"run_id": "abc", "series": "s3://kb/releases", "n": 10, "counts": {"awaiting": 3},
+                "input": {"url": "s3://kb/releases/r1"}}  # fmt: skip
+    outcome = RunOutcome(str(tmp_path / "runs" / "abc"), manifest, 3, str(tmp_path / "runs" / "abc" / "annotation_task.csv"))
+    with recorded_events(monkeypatch) as sent:
+        announce_run(outcome, runs=str(tmp_path / "runs"))
+        announce_run(outcome, runs=str(tmp_path / "runs"))  # a rerun that finds the run: nothing more
+        events = [server_event_from_dict(json.loads(e.model_dump_json())) for e in sent()]
+    assert [trigger.covers(e) for e in events] == [False, True] and events[1].event == AWAITING_LABELS
 
 
 @pytest.mark.parametrize(
@@ -443,7 +478,9 @@ def test_register_script_deploys_every_deployment(prefect_yaml):
     commands = _register_commands()
     assert commands[0][:3] == ["prefect", "work-pool", "create"]
     deployed = [c[c.index("--name") + 1] for c in commands if c[1] == "deploy"]
-    assert sorted(deployed) == sorted(d["name"] for d in prefect_yaml["deployments"])
+    # The name `automations` is deploy/automations.py's step, not a deployment.
+    assert sorted(set(deployed) - {"automations"}) == sorted(d["name"] for d in prefect_yaml["deployments"])
+    assert 'if [ "$name" = automations ]; then python deploy/automations.py; continue; fi' in (DEPLOY / "register.sh").read_text()
     assert all(c[c.index("--prefect-file") + 1] == "deploy/prefect.yaml" for c in commands if c[1] == "deploy")
 
 

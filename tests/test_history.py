@@ -242,10 +242,18 @@ def events(monkeypatch):
         yield sent
 
 
-def test_a_run_announces_itself_and_the_certain_change_it_makes(three_releases, events):
+@pytest.fixture
+def fresh_runs(three_releases, tmp_path):
+    """The three releases' runs root, copied without the ledger of the events sent from it."""
+    runs, outcomes = three_releases
+    shutil.copytree(runs, tmp_path / "runs", ignore=shutil.ignore_patterns("_events"))
+    return str(tmp_path / "runs"), outcomes
+
+
+def test_a_run_announces_itself_and_the_certain_change_it_makes(fresh_runs, events, tmp_path):
     from flows.events import announce_evaluation
 
-    runs, outcomes = three_releases
+    runs, outcomes = fresh_runs
     announce_evaluation(outcomes[2], method="paula", runs=runs)
     completed, changed = events()
     assert completed.event == "prdist.run.completed" and completed.resource.id == f"prdist.run.{outcomes[2].manifest['run_id']}"
@@ -257,11 +265,19 @@ def test_a_run_announces_itself_and_the_certain_change_it_makes(three_releases, 
     # Not the newest release of its series (evaluated again): no change to announce.
     announce_evaluation(outcomes[1], method="paula", runs=runs)
     assert [e.event for e in events()[2:]] == ["prdist.run.completed"]
-
-
-def test_history_announces_the_newest_changes(three_releases, events, tmp_path):
-    runs, outcomes = three_releases
+    # Once per run and per change: a rerun that finds the run, and the history, send nothing more.
+    assert announce_evaluation(outcomes[2], method="paula", runs=runs) == []
     assert main(["history", "--runs", runs, "--out", str(tmp_path / "h")]) == 0
+    assert len(events()) == 3
+    # The ledger records what was sent, under the events' own ids.
+    ledger = {(r := json.loads(p.read_text()))["id"]: r["event"] for p in (tmp_path / "runs" / "_events").glob("*.json")}
+    assert ledger == {str(e.id): e.event for e in events()}
+
+
+def test_history_announces_the_newest_changes_once(fresh_runs, events, tmp_path):
+    runs, outcomes = fresh_runs
+    for _ in range(2):  # however often it runs
+        assert main(["history", "--runs", runs, "--out", str(tmp_path / "h")]) == 0
     (changed,) = events()
     assert changed.event == "prdist.precision.changed" and changed.payload["run_id"] == outcomes[2].manifest["run_id"]
     table = pd.read_parquet(tmp_path / "h" / "history.parquet")
@@ -282,13 +298,13 @@ def test_label_imports_are_announced_without_credentials(events, tmp_path):
     assert "s3cr3t" not in remote.model_dump_json() and "abc" not in remote.model_dump_json()
 
 
-def test_nothing_is_sent_without_a_prefect_api(three_releases, tmp_path):
+def test_nothing_is_sent_without_a_prefect_api(fresh_runs, tmp_path):
     from prefect.events.clients import AssertingEventsClient
     from prefect.events.worker import EventsWorker
 
     from flows.events import announce_evaluation, events_enabled
 
-    runs, outcomes = three_releases
+    runs, outcomes = fresh_runs
     AssertingEventsClient.reset()
     EventsWorker.set_client_override(AssertingEventsClient)
     try:
@@ -296,6 +312,7 @@ def test_nothing_is_sent_without_a_prefect_api(three_releases, tmp_path):
         assert announce_evaluation(outcomes[2], method="paula", runs=runs) == []
         assert main(["history", "--runs", runs, "--out", str(tmp_path / "h")]) == 0
         assert AssertingEventsClient.all == []
+        assert not (tmp_path / "runs" / "_events").exists()  # nothing sent, nothing recorded
     finally:
         EventsWorker.set_client_override(None)
 

@@ -242,6 +242,29 @@ def test_rows_do_not_depend_on_partitions_or_row_groups(tmp_path, order):
     assert meta.num_row_groups > 1 and meta.row_group(0).num_rows == 1000
 
 
+def test_a_key_offset_gives_other_keys_and_the_same_items(tmp_path, capsys):
+    """Releases given disjoint key ranges share no key (labels of one never answer for another);
+    scores, labels and rank order are those without the offset."""
+    from prdist.ranking import key_hash
+
+    model = MODELS["bumped"]
+    n = BLOCK_ROWS + 77
+    write_synthetic(model, n=n, out=str(tmp_path / "a"), partitions=2, seed=4)
+    shifted = write_synthetic(model, n=n, out=str(tmp_path / "b"), partitions=2, seed=4, key_offset=n)
+    a, _ = read(tmp_path / "a")
+    b, _ = read(tmp_path / "b")
+    np.testing.assert_array_equal(a["score"], b["score"])
+    np.testing.assert_array_equal(a["label"], b["label"])
+    assert not set(a["key"].tolist()) & set(b["key"].tolist())
+    assert np.all(np.diff(key_hash(b["key"]).astype(np.uint64)) == 1)  # file order = ascending hash: the tie-break holds
+    assert shifted.key_offset == n and synth.read_synth_metadata(str(tmp_path / "b")).key_offset == n
+    assert synth.read_synth_metadata(str(tmp_path / "a")).key_offset == 0
+    assert main(["synth", "--n", "1000", "--seed", "1", "--key-offset", "1000", "--out", str(tmp_path / "c")]) == 0
+    assert synth.read_synth_metadata(str(tmp_path / "c")).key_offset == 1000
+    assert main(["synth", "--n", "1000", "--seed", "1", "--key-offset", "-1", "--out", str(tmp_path / "d")]) == 2
+    assert "--key-offset" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def clusters():
     """Real clusters: 1 in-process worker, and 2 worker processes (so tasks must pickle)."""

@@ -234,6 +234,7 @@ class _PartitionSpec:
     stop: int
     levels: np.ndarray | None
     boundary_scores: np.ndarray | None
+    key_offset: int = 0
 
     @property
     def first_block(self) -> int:
@@ -265,7 +266,7 @@ def _partition_tables(model, spec: _PartitionSpec):
         lo = max(spec.start, block_start) - block_start
         hi = min(spec.stop, block_start + rows) - block_start
         yield pa.table(
-            [synthetic_keys(block_start + lo, block_start + hi), scores[lo:hi], labels[lo:hi]],
+            [synthetic_keys(spec.key_offset + block_start + lo, spec.key_offset + block_start + hi), scores[lo:hi], labels[lo:hi]],
             schema=SCHEMA,
         )
 
@@ -360,6 +361,8 @@ class SyntheticResource:
         Number of Parquet files.
     files : tuple of (str, int)
         (file name, row count) of every file, in order.
+    key_offset : int
+        The keys are those of generation positions ``key_offset .. key_offset + n - 1``.
     """
 
     url: str
@@ -369,6 +372,7 @@ class SyntheticResource:
     seed: int
     partitions: int
     files: tuple
+    key_offset: int = 0
 
 
 def write_synthetic(
@@ -382,6 +386,7 @@ def write_synthetic(
     storage_options=None,
     client=None,
     row_group_size=DEFAULT_ROW_GROUP_ROWS,
+    key_offset=0,
 ) -> SyntheticResource:
     """Write ``n`` i.i.d. items of a population model as a Parquet dataset, in parallel with Dask.
 
@@ -415,6 +420,11 @@ def write_synthetic(
         in-process, one partition after the other (:mod:`prdist.dataflow.executor`).
     row_group_size : int, default=2**17
         Rows per Parquet row group, >= 1.
+    key_offset : int, default=0
+        The items' keys are those of generation positions ``key_offset .. key_offset + n - 1``
+        (:func:`synthetic_keys`): resources written with disjoint ranges share no key, so labels
+        of one never answer for another (successive releases of a series). Ranks, scores and
+        labels do not depend on it; the rank tie-break (ascending key hash) keeps the file order.
 
     Returns
     -------
@@ -465,6 +475,7 @@ def write_synthetic(
         partitions = -(-n // DEFAULT_FILE_ROWS)
     partitions = check_int(partitions, name="partitions", owner=owner, low=1, high=n)
     row_group_size = check_int(row_group_size, name="row_group_size", owner=owner, low=1)
+    key_offset = check_int(key_offset, name="key_offset", owner=owner, low=0, high=2**62 - n)
     if not isinstance(out, (str, os.PathLike)) or not os.fspath(out):
         raise ParameterError(f"The 'out' parameter of {owner} must be a path or URL. Got {out!r} instead.")
     location = resolve(out, storage_options=storage_options)
@@ -479,8 +490,10 @@ def write_synthetic(
         "partitions": partitions,
         "block_rows": BLOCK_ROWS,
     }
+    if key_offset:  # recorded only when set: resources without it keep their bytes
+        description["key_offset"] = key_offset
     metadata = json.dumps(description, sort_keys=True, separators=(",", ":")).encode()
-    specs = _partition_specs(model, n=n, order=order, seed=seed, partitions=partitions)
+    specs = _partition_specs(model, n=n, order=order, seed=seed, partitions=partitions, key_offset=key_offset)
     files = tuple((spec.name, spec.stop - spec.start) for spec in specs)
     marker = (json.dumps({**description, "files": [list(f) for f in files]}, indent=1, sort_keys=True) + "\n").encode()
 
@@ -490,11 +503,11 @@ def write_synthetic(
         # holding it, so the partitions spread over the whole cluster.
         run_all(client, _partition_task, specs, directory, metadata, row_group_size, broadcast={"model": model})
     return SyntheticResource(
-        url=_display(location), model=model, n=n, order=order, seed=seed, partitions=partitions, files=files
+        url=_display(location), model=model, n=n, order=order, seed=seed, partitions=partitions, files=files, key_offset=key_offset
     )
 
 
-def _partition_specs(model, *, n: int, order: str, seed: int, partitions: int) -> list[_PartitionSpec]:
+def _partition_specs(model, *, n: int, order: str, seed: int, partitions: int, key_offset: int = 0) -> list[_PartitionSpec]:
     # Sizes differ by at most one row: the first n % partitions files hold one more.
     base, extra = divmod(n, partitions)
     starts = [k * base + min(k, extra) for k in range(partitions + 1)]
@@ -523,6 +536,7 @@ def _partition_specs(model, *, n: int, order: str, seed: int, partitions: int) -
                 stop=stop,
                 levels=levels[window] if order == "sorted" else None,
                 boundary_scores=boundary_scores[window] if order == "sorted" else None,
+                key_offset=key_offset,
             )
         )
     return specs
@@ -579,6 +593,7 @@ def read_synth_metadata(url, *, storage_options=None) -> SyntheticResource:
         seed=int(marker["seed"]),
         partitions=int(marker["partitions"]),
         files=files,
+        key_offset=int(marker.get("key_offset", 0)),
     )
 
 
