@@ -485,10 +485,18 @@ def test_walkthrough_releases_sharing_a_label_store_agree_on_every_key(tmp_path)
             for b in releases - {a}:
                 shared = items[a].keys() & items[b].keys()
                 assert all(items[a][k] == items[b][k] for k in shared), f"{store}: {a} and {b} give one key to different items"
-    # Why the stores are separate (the README says so): synthetic keys are positions, the same
-    # whatever the seed or model, while the items differ.
+    # Why --key-offset matters (the README says so): without it synthetic keys are positions, the
+    # same whatever the seed or model, while the items differ.
     first, second = list(items.values())[:2]
-    assert first.keys() == second.keys() and first != second
+    assert not first.keys() & second.keys()
+    plain = tmp_path / "no-offset"
+    second_synth = [t for t in walkthrough_commands("prdist") if t[0] == "synth"][1]
+    cut = second_synth.index("--key-offset")
+    no_offset = second_synth[:cut] + second_synth[cut + 2 :]
+    no_offset[no_offset.index("--out") + 1] = str(plain)
+    no_offset[no_offset.index("--n") + 1] = "3000"
+    assert main(no_offset) == 0
+    assert _items(str(plain)).keys() == first.keys() and _items(str(plain)) != first
 
 
 def test_daskcluster_probes_watch_each_containers_own_health_endpoint(daskcluster):
