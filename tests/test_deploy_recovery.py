@@ -18,7 +18,6 @@ import datetime
 import os
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -223,7 +222,7 @@ OUTAGE = 90.0  # s the object store is down in the middle of a run
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_90_s_s3_outage_mid_run_ends_completed_with_the_same_bounds(stack, restartable_s3, tmp_path, monkeypatch):
-    """SeaweedFS stopped at the start of the extraction and started 90 s later on the same ports
+    """SeaweedFS stopped at the start of the extraction and started 90 s later (~13 s to start) on the same ports
     and data: the steps' retries (2/10/30 s) run out, the flow run fails, and its flow-level retry
     a minute later completes it, with the bounds of an undisturbed run byte for byte. Not a
     deployment run, so the zombie automation (runs tagged `prdist`) must leave its silence alone.
@@ -232,8 +231,7 @@ def test_a_90_s_s3_outage_mid_run_ends_completed_with_the_same_bounds(stack, res
     import s3fs
 
     from flows.evaluate_release import evaluate_release
-    from prdist.dataflow import run as run_module
-    from test_faults import write_resource
+    from test_faults import outage_at_extraction, write_resource
 
     server = restartable_s3
     fs = s3fs.S3FileSystem(skip_instance_cache=True, **server.storage_options)
@@ -241,27 +239,10 @@ def test_a_90_s_s3_outage_mid_run_ends_completed_with_the_same_bounds(stack, res
     fs.put(write_resource(tmp_path / "resource", n=40_000, files=2, seed=5, shuffled=False), "outage/resource", recursive=True)
     params = dict(resource="s3://outage/resource", oracle_column="label", eps=0.1, window=20, storage_options=server.storage_options)
 
-    outage = {}
-    extract = run_module.extract_ranks
-
-    def extract_during_an_outage(*args, **kwargs):
-        if not outage:
-            server.stop()
-            outage["stopped"] = time.monotonic()
-
-            def restart():
-                time.sleep(OUTAGE)
-                server.start()
-                outage["back"] = time.monotonic()
-
-            outage["thread"] = threading.Thread(target=restart, daemon=True)
-            outage["thread"].start()
-        return extract(*args, **kwargs)
-
     with _flow_runs_on(stack):
         reference = evaluate_release(**params, out="s3://outage/reference", return_state=True)
         assert reference.name == "Completed", reference
-        monkeypatch.setattr(run_module, "extract_ranks", extract_during_an_outage)
+        outage = outage_at_extraction(server, monkeypatch, seconds=OUTAGE)
         started = time.monotonic()
         state = evaluate_release(**params, out="s3://outage/runs", return_state=True)
         ended = time.monotonic()
