@@ -19,16 +19,21 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 from test_deploy_server import BIN, ROOT, _clean_env, _poll, _register, _start, _stop, _tail, running_server
 from test_faults import restartable_s3  # noqa: F401 (a fixture)
 
+AUTOMATIONS = ROOT / "deploy" / "automations"
+PREFECT_YAML = yaml.safe_load((ROOT / "deploy" / "prefect.yaml").read_text())
 SCHEDULER_LOOP = "2"  # s between the server scheduler's passes (Prefect's default: 60)
-HEARTBEAT = 30  # s between a flow run's heartbeats (PREFECT_FLOWS_HEARTBEAT_FREQUENCY in deploy/prefect.yaml)
-ZOMBIE_WITHIN = 90  # s without an event after a heartbeat: deploy/automations/crash-zombies.yaml
-CANCEL_WITHIN = 60  # s in Cancelling without an event: deploy/automations/finish-cancelling.yaml
+# s between a flow run's heartbeats: the work pool's job variables
+HEARTBEAT = int(PREFECT_YAML["definitions"]["work_pool"]["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"])
+ZOMBIE_WITHIN = yaml.safe_load((AUTOMATIONS / "crash-zombies.yaml").read_text())["trigger"]["within"]  # s after a heartbeat
+CANCEL_WITHIN = yaml.safe_load((AUTOMATIONS / "finish-cancelling.yaml").read_text())["trigger"]["within"]  # s in Cancelling
 PROACTIVE_PERIOD = 5  # s between the server's evaluations of proactive triggers (Prefect's default)
 SLACK = 30  # s for a loaded machine: event delivery, the action's API call
 
@@ -48,6 +53,39 @@ class Stack:
             yield client
 
 
+def _flow_run_event(name: str, tags: list[str]):
+    """A ``prefect.flow-run.<name>`` event of a flow run with ``tags``, as the server receives it."""
+    from prefect.server.events.schemas.events import Event
+
+    return Event.model_validate({
+        "id": str(uuid.uuid4()), "occurred": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "event": f"prefect.flow-run.{name}", "resource": {"prefect.resource.id": f"prefect.flow-run.{uuid.uuid4()}"},
+        "related": [{"prefect.resource.id": f"prefect.tag.{tag}", "prefect.resource.role": "tag"} for tag in tags],
+    }).receive()  # fmt: skip
+
+
+def test_the_automations_watch_the_runs_of_every_deployment_and_no_other():
+    """Each automation file is valid; its trigger (as the server evaluates it) covers the runs of
+    every deployment in prefect.yaml (tagged `prdist`) and no untagged run, starts on a heartbeat or
+    on Cancelling and is satisfied by a state of any name."""
+    from prefect.events.schemas.automations import AutomationCore
+    from prefect.server.events.schemas.automations import EventTrigger
+
+    assert all("prdist" in deployment["tags"] for deployment in PREFECT_YAML["deployments"])
+    assert HEARTBEAT * 3 <= ZOMBIE_WITHIN  # three missed heartbeats, not one late one
+    starts = {"crash-zombies.yaml": ("heartbeat", "CRASHED"), "finish-cancelling.yaml": ("Cancelling", "CANCELLED")}
+    assert sorted(p.name for p in AUTOMATIONS.glob("*.yaml")) == sorted(starts)
+    for name, (after, state) in starts.items():
+        automation = AutomationCore.model_validate(yaml.safe_load((AUTOMATIONS / name).read_text()))
+        trigger = EventTrigger.model_validate(automation.trigger.model_dump())
+        assert trigger.posture == "Proactive" and trigger.starts_after(f"prefect.flow-run.{after}")
+        assert trigger.covers(_flow_run_event(after, ["prdist", "scheduled"]))
+        assert not trigger.covers(_flow_run_event(after, [])) and not trigger.covers(_flow_run_event(after, ["other"]))
+        assert all(trigger.expects(f"prefect.flow-run.{s}") for s in ("heartbeat", "Completed", "AwaitingLabels", "TimedOut", "Crashed"))
+        (action,) = automation.actions
+        assert action.type == "change-flow-run-state" and action.state == state
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     from distributed import LocalCluster
@@ -61,7 +99,7 @@ def stack(tmp_path_factory):
     (home / "client").mkdir()
     with running_server(home, PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS=SCHEDULER_LOOP) as server, \
             LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
-                         dashboard_address=None, worker_dashboard_address=None) as cluster:  # fmt: skip
+                         dashboard_address=":0", worker_dashboard_address=None) as cluster:  # fmt: skip
         env = _clean_env(
             PREFECT_HOME=str(home / "client"), PREFECT_API_URL=server.api_url, PREFECT_CLI_PROMPT="false",
             PRDIST_RESOURCE=resource.url, PRDIST_RUNS=str(home / "runs"), PRDIST_LABELS=str(home / "labels"),
@@ -209,11 +247,16 @@ def test_a_lost_node_crashes_its_run_cancellation_completes_and_a_rerun_complete
 
 @contextlib.contextmanager
 def _flow_runs_on(stack):
-    """Flows called here run as flow runs of the module's server (not in-process)."""
+    """Flows called here run as flow runs of the module's server (not in-process); their logs are
+    sent before the block ends (at exit, the server would be gone)."""
+    from prefect.logging.handlers import APILogWorker
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings(updates={PREFECT_API_URL: stack.server.api_url}):
-        yield
+        try:
+            yield
+        finally:
+            APILogWorker.drain_all(timeout=30)
 
 
 OUTAGE = 90.0  # s the object store is down in the middle of a run
