@@ -119,7 +119,7 @@ def test_the_nightly_schedule_creates_its_runs(stack):
 
     Fails with sqlalchemy 2.1 (prefect 3.8.8's scheduler service raises "Can't evaluate bulk DML
     statement" on every pass and creates nothing). ~5 s after registration here; the module's
-    server start and registration ~60-90 s at load 2-4.
+    server start and registration 17-44 s at load 1-5.
     """
     from prefect.client.schemas.filters import DeploymentFilter
 
@@ -178,7 +178,7 @@ def test_a_lost_node_crashes_its_run_cancellation_completes_and_a_rerun_complete
     ZOMBIE_WITHIN + PROACTIVE_PERIOD s after its last heartbeat; the run cancelled after the loss
     becomes Cancelled (finish-cancelling.yaml) at most CANCEL_WITHIN + PROACTIVE_PERIOD s after
     the cancel. Then a new worker (and a Dask worker) run the deployment again to completion.
-    ~3.5 min here at load ~2.
+    110-140 s here at load 1-5.
     """
     from prefect.client.schemas.objects import StateType
 
@@ -269,7 +269,7 @@ def test_a_90_s_s3_outage_mid_run_ends_completed_with_the_same_bounds(stack, res
     and data: the steps' retries (2/10/30 s) run out, the flow run fails, and its flow-level retry
     a minute later completes it, with the bounds of an undisturbed run byte for byte. Not a
     deployment run, so the zombie automation (runs tagged `prdist`) must leave its silence alone.
-    ~2.5 min here at load ~2.
+    110-135 s here at load 2-6.
     """
     import s3fs
 
