@@ -1,13 +1,16 @@
-"""Create, or replace, the automations of deploy/automations/*.yaml on the Prefect API (PREFECT_API_URL).
+"""Create, or update by name, the automations of deploy/automations/*.yaml on the Prefect API (PREFECT_API_URL).
 
     python deploy/automations.py [FILE...]        (default: every deploy/automations/*.yaml)
 
-The step `sh deploy/register.sh automations` runs. An automation is replaced by name (the old one
-deleted, the file's created), so running it again leaves one of each. A notification action's
+The step `sh deploy/register.sh automations` runs (the compose job runs it on every ``docker
+compose up``). ``prefect automation create`` alone would add another copy on every run, and a
+zombie-killer registered twice acts twice: an automation of the same name is updated in place (copies
+beyond the first are deleted), so running this again leaves one of each. A notification action's
 ``block_document_id: PRDIST_NOTIFY_BLOCK`` becomes the id of the notification block that the
 environment variable PRDIST_NOTIFY_BLOCK names as ``<block type slug>/<block name>`` (as
 ``prefect block ls`` lists it, e.g. ``slack-webhook/prdist-alerts``); without the variable those
-automations are skipped, with a line saying so. Exit 2 with one line when the block does not exist.
+automations are skipped, with a line saying so. Exit 2 with one line when the block does not exist,
+exit 1 with the reason when a file is not a valid automation.
 """
 
 from __future__ import annotations
@@ -46,8 +49,25 @@ def block_id(client, slug: str | None) -> str | None:
     try:
         return str(client.read_block_document_by_name(name, block_type_slug=kind).id)
     except (ObjectNotFound, ValueError):
-        raise SystemExit(f"{PLACEHOLDER}={slug!r} names no notification block. Create it first (e.g. in the UI, Blocks), "
-                         "then name it as <block type slug>/<block name>, as 'prefect block ls' lists it.") from None
+        print(f"{PLACEHOLDER}={slug!r} names no notification block. Create it first (e.g. in the UI, Blocks), "
+              "then name it as <block type slug>/<block name>, as 'prefect block ls' lists it.", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def register(client, path: Path, notify: str | None) -> None:
+    """Create or update, by name, the automation of the file ``path``."""
+    made = automation(yaml.safe_load(path.read_text()), notify)
+    if made is None:
+        print(f"skipped {path.name}: it notifies; set {PLACEHOLDER}=<block type slug>/<block name> to create it")
+        return
+    existing = client.read_automations_by_name(made.name)
+    if existing:
+        client.update_automation(existing[0].id, made)
+        for copy in existing[1:]:
+            client.delete_automation(copy.id)
+    else:
+        client.create_automation(made)
+    print(f"{'updated' if existing else 'created'} automation {made.name!r} ({path.name})")
 
 
 def main(argv: list[str]) -> int:
@@ -57,13 +77,11 @@ def main(argv: list[str]) -> int:
     with get_client(sync_client=True) as client:
         notify = block_id(client, os.environ.get(PLACEHOLDER))
         for path in files:
-            made = automation(yaml.safe_load(path.read_text()), notify)
-            if made is None:
-                print(f"skipped {path.name}: it notifies; set {PLACEHOLDER}=<block type slug>/<block name> to create it")
-                continue
-            for old in client.read_automations_by_name(made.name):
-                client.delete_automation(old.id)
-            print(f"automation {made.name!r}: {client.create_automation(made)}")
+            try:
+                register(client, path, notify)
+            except ValueError as exc:  # pydantic's ValidationError: the file, not the server
+                print(f"deploy/automations: {path.name}: {exc}", file=sys.stderr)
+                return 1
     return 0
 
 

@@ -10,5 +10,7 @@ from __future__ import annotations
 from prefect import flow
 
 from flows import _compare_systems
+from flows._policies import FLOW_RETRIES, FLOW_TIMEOUT, final_on_bad_input
 
-compare_systems = flow(name="compare-systems", log_prints=True)(_compare_systems.compare_systems)
+compare_systems = flow(name="compare-systems", log_prints=True, **FLOW_RETRIES, **FLOW_TIMEOUT)(
+    final_on_bad_input(_compare_systems.compare_systems))

@@ -12,6 +12,7 @@ import posixpath
 from prefect import flow
 
 from flows import _evaluate_release
+from flows._policies import FLOW_RETRIES, FLOW_TIMEOUT, final_on_bad_input
 from flows.release import current_release
 from prdist.dataflow.history import default_series
 from prdist.redaction import redact_url
@@ -35,4 +36,5 @@ def run_name() -> str:
     return f"{series} @ {posixpath.basename(resource) or resource}"
 
 
-evaluate_release = flow(name="evaluate-release", log_prints=True, flow_run_name=run_name)(_evaluate_release.evaluate_release)
+evaluate_release = flow(name="evaluate-release", log_prints=True, flow_run_name=run_name, **FLOW_RETRIES, **FLOW_TIMEOUT)(
+    final_on_bad_input(_evaluate_release.evaluate_release))

@@ -97,12 +97,13 @@ class Server:
         self.api_url, self.log = api_url, log
 
 
-@pytest.fixture(scope="module")
-def prefect_server(tmp_path_factory):
-    home = tmp_path_factory.mktemp("prefect-server")
+@contextlib.contextmanager
+def running_server(home: Path, **settings: str):
+    """``prefect server start`` on a free loopback port, its SQLite and log under ``home``, with the
+    server ``settings`` (``PREFECT_SERVER_*`` variables); yields a :class:`Server` once healthy."""
     port = _free_port()
     api_url = f"http://127.0.0.1:{port}/api"
-    env = _clean_env(PREFECT_HOME=str(home), PREFECT_UI_ENABLED="false")
+    env = _clean_env(PREFECT_HOME=str(home), PREFECT_UI_ENABLED="false", **settings)
     log = home / "server.log"
     proc = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env, log=log, cwd=home)
     try:
@@ -117,6 +118,12 @@ def prefect_server(tmp_path_factory):
         yield Server(api_url, log)
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    with running_server(tmp_path_factory.mktemp("prefect-server")) as server:
+        yield server
 
 
 def _register(names: list[str], *, env: dict, logs: Path) -> None:

@@ -394,11 +394,38 @@ def restartable_s3(tmp_path_factory):
         shutil.rmtree(server.workdir, ignore_errors=True)
 
 
+def outage_at_extraction(server: RestartableS3, monkeypatch, *, seconds: float) -> dict:
+    """Stop ``server`` when a run first extracts ranks, and start it again ``seconds`` later.
+
+    Returns the outage's record, filled as it happens: monotonic "stopped" and "back" times,
+    "restart_seconds", and the restarting "thread".
+    """
+    from prdist.dataflow import run as run_module
+
+    outage = {}
+    extract = run_module.extract_ranks
+
+    def extract_during_an_outage(*a, **k):
+        if not outage:
+            server.stop()
+            outage["stopped"] = time.monotonic()
+
+            def restart():
+                time.sleep(seconds)
+                outage["restart_seconds"] = server.start()
+                outage["back"] = time.monotonic()
+
+            outage["thread"] = threading.Thread(target=restart, daemon=True)
+            outage["thread"].start()
+        return extract(*a, **k)
+
+    monkeypatch.setattr(run_module, "extract_ranks", extract_during_an_outage)
+    return outage
+
+
 @pytest.mark.slow
 def test_an_s3_outage_during_a_run_is_survived_or_fails_cleanly(tmp_path, restartable_s3, dask_client, monkeypatch):
     import s3fs
-
-    from prdist.dataflow import run as run_module
 
     server = restartable_s3
     s3fs.S3FileSystem.clear_instance_cache()
@@ -413,23 +440,7 @@ def test_an_s3_outage_during_a_run_is_survived_or_fails_cleanly(tmp_path, restar
     assert code == 0, err
     reference = last_line(out)
 
-    outage = {}
-    extract = run_module.extract_ranks
-
-    def extract_during_an_outage(*a, **k):
-        if not outage:
-            server.stop()
-            outage["stopped"] = time.monotonic()
-
-            def restart():
-                time.sleep(3)
-                outage["restart_seconds"] = server.start()
-                outage["back"] = time.monotonic()
-
-            threading.Thread(target=restart, daemon=True).start()
-        return extract(*a, **k)
-
-    monkeypatch.setattr(run_module, "extract_ranks", extract_during_an_outage)
+    outage = outage_at_extraction(server, monkeypatch, seconds=3)
     started = time.monotonic()
     code, out, err = cli(*args)
     elapsed = time.monotonic() - started
