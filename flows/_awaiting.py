@@ -58,7 +58,8 @@ def awaiting_releases(out: str, *, storage_options=None) -> list[AwaitingRelease
             manifest = json.load(fh)
         if manifest.get("kind") == "compare" or not manifest.get("awaiting_labels"):
             continue  # a comparison, or a run with every planned verdict
-        parameters = tuple((name, manifest["params"].get(name)) for name in FLOW_PARAMETERS)
+        # A parameter the manifest leaves out had no effect on the run and took its default.
+        parameters = tuple((name, manifest["params"][name]) for name in FLOW_PARAMETERS if name in manifest["params"])
         if json.loads(json.dumps(ev.EvaluationParams(**dict(parameters)).to_dict())) != manifest["params"]:
             continue
         release = AwaitingRelease(manifest["input"]["url"], manifest["series"], parameters, posixpath.dirname(path))
