@@ -1008,6 +1008,65 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+class _ReaderMayGo:
+    """Standard output (or error) while a command runs: a reader that goes away ends the output, not the command.
+
+    Python ignores SIGPIPE, so a write to a pipe whose reader has gone (``prdist run ... | head
+    -1``) raises BrokenPipeError. Here that write and every later one go to the null device (the
+    descriptor is pointed there, so the flush at exit does not fail again) and the command runs
+    to its end: its exit code (3 while labels are awaited) and its lines on the other stream
+    survive the pipe, as ``set -o pipefail`` expects. A stream that is closed when the command
+    starts (``prdist ... >&-``) is the null device from the start, so a file the command opens
+    can never take its descriptor.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.gone = False
+
+    @classmethod
+    def around(cls, stream, fd: int):
+        """``stream`` wrapped; a missing stream (descriptor ``fd`` closed) becomes the null device."""
+        if stream is None:
+            try:
+                os.fstat(fd)
+            except OSError:  # closed: hold the descriptor, so that no file opened later gets it
+                null = os.open(os.devnull, os.O_WRONLY)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            stream = open(fd, "w", closefd=False)  # noqa: SIM115 (lives as long as the process)
+        return stream if isinstance(stream, cls) else cls(stream)
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._discard()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._discard()
+
+    def _discard(self) -> None:
+        self.gone = True
+        try:
+            fd = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (tests): nothing to redirect
+            return
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # The ephemeral Prefect server phones home unless told not to; clusters are often offline.
@@ -1020,6 +1079,17 @@ def main(argv=None) -> int:
     # their number, hence every result, stays the same. Read when NumPy is imported, so set now.
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     debug = "--debug" in argv
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ReaderMayGo.around(sys.stdout, 1), _ReaderMayGo.around(sys.stderr, 2)
+    try:
+        return _run_command(argv, debug)
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _run_command(argv: list, debug: bool) -> int:
+    """Parse ``argv``, run the sub-command, and map its outcome to an exit code."""
     try:
         args = build_parser().parse_args(argv)
         _refuse_credentials_in_urls(args)
@@ -1036,10 +1106,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("prdist: interrupted", file=sys.stderr)
         return EXIT_FAILURE
-    except BrokenPipeError:
-        # The reader went away (`prdist budget | head`): not a failure of ours.
-        sys.stderr.close()
-        return EXIT_OK
     except Exception as exc:  # the last resort: one line, traceback on request
         if debug:
             traceback.print_exc()
@@ -1065,16 +1131,12 @@ def console_main() -> None:
     import threading
 
     code = main()
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError):  # a reader that went away (`prdist budget | head`)
-        pass
     threading._shutdown()  # Py_FinalizeEx's first step: threading's exit hooks, then non-daemon threads joined
     atexit._run_exitfuncs()  # its next one
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
-        except (BrokenPipeError, ValueError):
+            stream and _ReaderMayGo(stream).flush()
+        except ValueError:  # closed by an atexit handler
             pass
     os._exit(code)
 
