@@ -915,8 +915,8 @@ def _cmd_history(args) -> int:
     ranks = None
     if args.ranks is not None:
         parts = args.ranks.split(",")
-        if not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
-            raise InputError(f"--ranks must be ranks (whole numbers >= 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
+        if not all(p.strip().isdigit() and 1 <= int(p) <= LARGEST_COUNT for p in parts):
+            raise InputError(f"--ranks must be ranks (whole numbers from 1 to 2^63 - 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
         ranks = sorted({int(p) for p in parts})
     options = _storage_options(args)
     out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
@@ -958,7 +958,34 @@ def build_parser() -> argparse.ArgumentParser:
     _add_release(sub)
     _add_history(sub)
     _add_ingest(sub)
+    _count_options_fit(parser)
     return parser
+
+
+#: The largest whole number an option may take: prdist counts ranks, items and draws in int64.
+LARGEST_COUNT = 2**63 - 1
+
+
+def count(text: str) -> int:
+    """A whole-number option: digits (with an optional sign), at most :data:`LARGEST_COUNT` in size."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if abs(value) > LARGEST_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"{text} is larger than prdist can count (at most 2^63 - 1 = {LARGEST_COUNT:,}); give a smaller number")
+    return value
+
+
+def _count_options_fit(parser: argparse.ArgumentParser) -> None:
+    """Make every ``type=int`` option of every sub-command a :func:`count`: a number too large for
+    int64 is refused in one line when the command line is read, never an OverflowError mid-run."""
+    for action in parser._actions:
+        if action.type is int:
+            action.type = count
+        for child in (action.choices or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
+            _count_options_fit(child)
 
 
 #: Every option that names a storage location or server (argparse dest -> how the user writes

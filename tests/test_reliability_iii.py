@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,80 @@ def test_every_command_keeps_its_exit_code_and_stderr_when_its_reader_goes_away(
         assert done.returncode == expected, (mode, done.stderr)
         assert "Traceback" not in done.stderr and "Error" not in done.stderr.replace("prdist: error:", ""), (mode, done.stderr)
         assert len(_stderr_lines(done.stderr)) == len(_stderr_lines(plain.stderr)), (mode, done.stderr, plain.stderr)
+
+
+# --------------------------------------------------------------------------------------------
+# Resource guards before allocating
+
+
+def _int_options():
+    """(command words, option string) of every whole-number option of every command."""
+    import argparse
+
+    from prdist.cli import build_parser, count
+    from test_reliability import _commands
+
+    for words, parser in _commands(build_parser()):
+        for action in parser._actions:
+            if action.type is count:
+                yield " ".join(words), action.option_strings[-1]
+
+
+#: A valid command line per command that has whole-number options ({root}: the workspace).
+INT_BASE = {
+    "budget": "budget --n 1000000",
+    "synth": "synth --n 1000 --seed 1 --out {root}/synth-big",
+    "run": "run --resource {root}/res --labels {root}/store0 --out {root}/runs-big",
+    "compare": "compare --system a={root}/res --labels {root}/store0 --budget 20 --seed 0 --out {root}/cmp-big --distribution top-k --k 5",
+}
+INT_OPTIONS = sorted(_int_options())
+
+
+def test_the_table_of_whole_number_options_covers_every_command():
+    assert {command for command, _ in INT_OPTIONS} == set(INT_BASE)
+    assert len(INT_OPTIONS) >= 12
+
+
+@pytest.mark.parametrize("command, option", INT_OPTIONS)
+def test_a_number_beyond_int64_is_refused_in_one_line_by_every_option(command, option, workspace):
+    from test_bad_input import assert_refused
+
+    argv = INT_BASE[command].format(root=workspace).split() + [option, str(10**23)]
+    assert_refused(argv, says=[option, "larger than prdist can count", "smaller number"], watched=[workspace])
+
+
+def test_ranks_beyond_int64_are_refused_in_one_line(workspace):
+    from test_bad_input import assert_refused
+
+    assert_refused(["history", "--runs", str(workspace / "runs"), "--ranks", f"10,{10**23}"],
+                   says=["--ranks", "2^63 - 1"], watched=[workspace])
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["budget", "--n", str(10**12), "--eps", "1e-5"], ["grid index", "eps=8e-05 fits"]),
+    (["budget", "--n", str(10**12), "--eps", "3e-5"], ["45,373,303 ranks", "eps=6e-05 fits"]),
+    (["budget", "--n", str(10**11), "--window", str(10**11)], ["100,000,000,000 ranks", "smaller window"]),
+    (["budget", "--n", "1000", "--eps", "1e-300"], ["grid index 6.95e+302", "larger eps"]),
+    (["budget", "--n", str(2**63 - 1), "--window", str(2**63 - 1)], ["ranks to label", "smaller window"]),
+])
+def test_a_plan_too_large_to_hold_is_refused_before_anything_is_allocated(argv, says, tmp_path):
+    # Under a 2 GB address-space cap, as the issue found it: the old code ran out of memory
+    # (or spent minutes in exact powers); the refusal comes from the parameters alone, at once.
+    code = f"import sys\nfrom prdist.cli import console_main\nsys.argv = ['prdist', *{argv!r}]\nconsole_main()\n"
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", f"ulimit -v 2000000; exec {sys.executable} -c \"$0\"", code],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert time.monotonic() - started < 20
+    line, = done.stderr.strip().splitlines()
+    assert line.startswith("prdist: error: The PAULA plan of n=") and all(s in line for s in says), line
+
+
+@pytest.mark.parametrize("command, option", INT_OPTIONS)
+def test_the_largest_count_is_run_or_refused_by_every_option_never_a_crash(command, option, workspace):
+    from cli_run import cli
+
+    argv = INT_BASE[command].format(root=workspace).split() + [option, str(2**63 - 1)]
+    argv = [word.replace("-big", f"-max{option}") for word in argv]
+    code, out, err = cli(*argv)
+    assert code in (0, 2, 3) and "Traceback" not in err and "failed:" not in err, err
