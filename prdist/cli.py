@@ -794,19 +794,21 @@ def _cmd_labels_status(args) -> int:
 
 
 def status_text(status: dict) -> str:
-    """The label store's status as a few lines for the terminal."""
+    """The label store's status as a few lines for the terminal (names and keys sanitised for it)."""
+    from .redaction import terminal_text
+
     kinds = status["verdicts"]
     lines = [
         f"prdist labels: {status['items']:,} items, {status['records']:,} verdict records, rule {status['rule']}",
         "verdicts: " + ", ".join(f"{kind.replace('_', ' ')} {count:,}" for kind, count in kinds.items()),
-        "annotators: " + (", ".join(f"{a or '(anonymous)'} {n:,}" for a, n in status["annotators"].items()) or "none"),
+        "annotators: " + (", ".join(f"{terminal_text(a) or '(anonymous)'} {n:,}" for a, n in status["annotators"].items()) or "none"),
     ]
     alpha = status["agreement"]["krippendorff_alpha"]
     lines.append(f"agreement: Krippendorff's alpha {'undefined' if alpha is None else f'{alpha:.3f}'} over "
                  f"{status['agreement']['pairable_keys']:,} items judged by two or more annotators")
     if status["disputed_keys"]:
         shown = status["disputed_keys"][:10]
-        lines.append(f"disputed: {', '.join(shown)}" + (" ..." if len(status["disputed_keys"]) > len(shown) else ""))
+        lines.append(f"disputed: {', '.join(map(terminal_text, shown))}" + (" ..." if len(status["disputed_keys"]) > len(shown) else ""))
     return "\n".join(lines)
 
 
@@ -921,10 +923,12 @@ def _cmd_history(args) -> int:
     options = _storage_options(args)
     out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
     changed = table[table["change"] != ""]
+    from .redaction import terminal_text
+
     print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
           f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
     for row in changed.itertuples():
-        print(f"  {row.series}: run {row.run_id} at rank {row.rank:,}: {row.change} "
+        print(f"  {terminal_text(row.series)}: run {row.run_id} at rank {row.rank:,}: {row.change} "
               f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
     from flows._runner import may_have_api
 
@@ -1030,9 +1034,37 @@ def _check_stores_answer(args) -> None:
         check_reachable(url, storage_options=options)
 
 
+#: Every option that writes, by command: (argparse dest, how the user writes it). Each is checked
+#: by :func:`prdist.dataflow.storage.check_output_place` before anything runs, so no output lands
+#: on an input, a label store, a resource or a committed run; tests/test_reliability_iii.py keeps
+#: this table complete.
+OUTPUT_OPTIONS = {
+    "run": ("out", "--out"), "synth": ("out", "--out"), "compare": ("out", "--out"), "ingest": ("out", "--out"),
+    "history": ("out", "--out"), "labels export": ("out", "--out"), "labels import": ("store", "--store"),
+}  # fmt: skip
+
+
+def _check_outputs(args) -> None:
+    """Refuse, before anything runs, an output of this command that would land on what it reads, on
+    a resource, a label store or a committed run directory (one guard for every writer)."""
+    command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+    if command not in OUTPUT_OPTIONS:
+        return
+    from .dataflow.storage import check_output_place, join_url
+
+    dest, option = OUTPUT_OPTIONS[command]
+    target = getattr(args, dest) or join_url(args.runs, "_history")  # history's default --out
+    inputs = [(name, url) for name, url in _url_options(args) if name not in (option, "--runs", "--api-url")]
+    check_output_place(target, option=option, storage_options=_storage_options(args), inputs=inputs,
+                       store=dest == "store")
+
+
 def _one_line(exc: BaseException) -> str:
+    """An error's message as one line a terminal shows literally (it may quote a file's contents)."""
+    from .redaction import terminal_text
+
     # Messages quote other libraries' errors, some of which span lines; the contract is one line.
-    return " ".join(str(exc).split())
+    return terminal_text(" ".join(str(exc).split()))
 
 
 class _ReaderMayGo:
@@ -1121,9 +1153,10 @@ def _run_command(argv: list, debug: bool) -> int:
         args = build_parser().parse_args(argv)
         _refuse_credentials_in_urls(args)
         _check_stores_answer(args)
+        _check_outputs(args)
         return int(args.handler(args) or EXIT_OK)
     except AwaitingLabels as exc:
-        print(f"prdist: {exc}", file=sys.stderr)
+        print(f"prdist: {_one_line(exc)}", file=sys.stderr)
         return EXIT_AWAITING_LABELS
     except InputError as exc:
         if debug:

@@ -164,3 +164,184 @@ def test_the_largest_count_is_run_or_refused_by_every_option_never_a_crash(comma
     argv = [word.replace("-big", f"-max{option}") for word in argv]
     code, out, err = cli(*argv)
     assert code in (0, 2, 3) and "Traceback" not in err and "failed:" not in err, err
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs never land on inputs or committed runs
+
+#: Every command that writes, with its output as {target} ({root}: the workspace; {run}: a committed run).
+WRITERS = {
+    "run": "run --resource {root}/res --labels {root}/store0 --out {target} --eps 0.1 --window 20",
+    "synth": "synth --n 100 --seed 1 --out {target}",
+    "compare": "compare --system a={root}/res --labels {root}/store0 --budget 20 --seed 0 --out {target}",
+    "ingest": "ingest {root}/items.csv --out {target} --score conf --key id",
+    "history": "history --runs {root}/runs --out {target}",
+    "labels export": "labels export --run {run} --out {target}",
+    "labels import": "labels import --store {target} {root}/answers.csv",
+}
+#: Every kind of place an output must not land on ({run}: a committed run directory).
+PROTECTED = {
+    "the resource": "{root}/res",
+    "inside the resource": "{root}/res/out.csv",
+    "the label store": "{root}/store0",
+    "inside the label store": "{root}/store0/out",
+    "a committed run": "{run}",
+    "a committed run's manifest": "{run}/manifest.json",
+    "inside a committed run": "{run}/new/out.csv",
+    "a runs root, as a store": "{root}/runs",
+}
+
+
+def test_the_table_of_writers_covers_every_command_that_writes():
+    from prdist.cli import OUTPUT_OPTIONS, build_parser
+    from test_reliability import _commands
+
+    writes = {" ".join(words) for words, parser in _commands(build_parser())
+              if any(a.dest == "out" for a in parser._actions) and words != ("release",)}  # release only names it in an event
+    assert writes | {"labels import"} == set(OUTPUT_OPTIONS) == set(WRITERS)
+
+
+def _committed_run(root: Path) -> Path:
+    return next(path.parent for path in sorted((root / "runs").glob("*/manifest.json")))
+
+
+CASES = [(w, p) for w in sorted(WRITERS) for p in sorted(PROTECTED)
+         if not (w == "labels import" and p == "the label store")  # importing into the store is what it is for
+         and not (w != "labels import" and p == "a runs root, as a store")]  # a runs root is where runs go
+
+
+@pytest.mark.parametrize("writer, place", CASES, ids=[f"{w}-{p}" for w, p in CASES])
+def test_no_output_lands_on_a_resource_a_store_or_a_committed_run(writer, place, workspace):
+    from test_bad_input import assert_refused
+
+    run = _committed_run(workspace)
+    target = PROTECTED[place].format(root=workspace, run=run)
+    argv = WRITERS[writer].format(root=workspace, run=run, target=target).split()
+    says = {"resource": "Parquet dataset", "label store": "label store", "committed": "committed run directory",
+            "runs root": "not label files"}
+    assert_refused(argv, says=[next(v for k, v in says.items() if k in place), "Choose a place outside it" if
+                               "runs root" not in place else "directory of its own"], watched=[workspace])
+
+
+@pytest.mark.parametrize("argv, says", [
+    ("run --resource {root}/res --labels {root}/same --out {root}/same", "--labels"),
+    ("compare --system a={root}/res --labels {root}/same --budget 20 --seed 0 --out {root}/same", "--labels"),
+    ("compare --system a={root}/res --labels {root}/store1 --budget 20 --seed 0 --out {root}/x --exhaustive {root}/x",
+     "--exhaustive"),
+    ("labels import --store {root}/answers.csv {root}/answers.csv", "the label file"),
+])
+def test_no_output_lands_on_what_its_own_command_reads(argv, says, workspace):
+    from test_bad_input import assert_refused
+
+    assert_refused(argv.format(root=workspace).split(), says=[says, "which this command reads"], watched=[workspace])
+
+
+def test_outputs_beside_the_protected_places_are_written(workspace):
+    from cli_run import cli
+
+    run = _committed_run(workspace)
+    code, out, err = cli("labels", "export", "--run", str(run), "--out", str(workspace / "task-beside.csv"))
+    assert code == 0, err
+    code, out, err = cli("labels", "import", "--store", str(workspace / "store0"), str(workspace / "answers.csv"))
+    assert code == 0, err
+
+
+# --------------------------------------------------------------------------------------------
+# Terminal and XML sanitising
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b[1A\u202e\x9b"
+
+
+def _unshowable(text: str) -> list[str]:
+    """Characters in ``text`` a terminal would act on (every control but the line break)."""
+    import re
+
+    return re.findall("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+
+
+def _hostile_store(root: Path) -> Path:
+    """A store whose annotators and (disputed) keys carry terminal escape sequences."""
+    import csv
+
+    store, answers = root / "hostile-store", root / "hostile.csv"
+    if not store.exists():
+        with answers.open("w", newline="") as fh:
+            rows = csv.writer(fh)
+            rows.writerow(["key", "label", "annotator"])
+            rows.writerows([[f"k{ESCAPES}", 1, f"alice{ESCAPES}"], [f"k{ESCAPES}", 0, "bob\x1b[31m"], ["k1", 1, "carol\u202e"]])
+        from cli_run import cli
+
+        code, out, err = cli("labels", "import", "--store", str(store), str(answers))
+        assert code == 0, err
+    return store
+
+
+def _series_run(root: Path) -> Path:
+    """Two releases of a series named with escape sequences, the second certainly worse."""
+    runs = root / "hostile-runs"
+    if not runs.exists():
+        import pyarrow as pa
+
+        from cli_run import cli
+        from small_release import write_release
+
+        scores, _ = ranked_scores_and_labels(4000, seed=3)
+        write_release(root / "worse", pa.table({"key": [f"k{i}" for i in range(4000)], "score": scores,
+                                                "label": [0] * 4000}), row_group_size=1024)
+        for release in ("res", "worse"):
+            code, out, err = cli("run", "--resource", str(root / release), "--out", str(runs), "--series", f"kb{ESCAPES}",
+                                 "--oracle-column", "label", "--eps", "0.1", "--window", "20")
+            assert code == 0, err
+    return runs
+
+
+#: Every command that prints strings from outside, with what it prints them from.
+PRINTERS = {
+    "labels status: annotators and disputed keys": lambda root: ["labels", "status", "--store", str(_hostile_store(root))],
+    "history: series": lambda root: ["history", "--runs", str(_series_run(root)), "--out", str(root / "hostile-history")],
+    "an error quoting a label file": lambda root: ["labels", "import", "--store", str(root / "never"),
+                                                   str(_write(root / "bad-verdict.csv", f"key,label\nk1,yes{ESCAPES}\n"))],
+    "an error quoting a column": lambda root: ["ingest", str(_write(root / "bad-score.csv", f"id,conf{ESCAPES}\ni1,0.5\n")),
+                                               "--out", str(root / "never-ingested"), "--score", "conf", "--key", "id"],
+    "an error quoting a key": lambda root: ["labels", "import", "--store", str(root / "never"), "--resource", str(root / "res"),
+                                            str(_write(root / "foreign-key.csv", f"key,label\nforeign{ESCAPES},1\n"))],
+}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("printer", sorted(PRINTERS))
+def test_every_string_from_outside_reaches_the_terminal_sanitised(printer, workspace):
+    from cli_run import cli
+
+    code, out, err = cli(*PRINTERS[printer](workspace))
+    assert code in (0, 2), err
+    assert _unshowable(out + err) == [], (out, err)
+    assert "\\x1b]0;owned\\x07" in out + err  # shown, escaped: the user sees what the input holds
+
+
+def test_the_label_studio_config_is_well_formed_xml_whatever_the_item_columns_hold(workspace, tmp_path):
+    import json
+    import xml.etree.ElementTree as ET
+
+    import pyarrow as pa
+
+    from cli_run import cli
+    from small_release import write_release
+
+    scores, labels = ranked_scores_and_labels(300, seed=5)
+    write_release(tmp_path / "res", pa.table({"key": [f"k{i}" for i in range(300)], "score": scores,
+                                              "note\x01\x0b": [f"text\x02{i}" for i in range(300)]}), row_group_size=100)
+    code, out, err = cli("run", "--resource", str(tmp_path / "res"), "--out", str(tmp_path / "runs"))
+    assert code == 3, err
+    run = out.strip().splitlines()[-1]
+    code, out, err = cli("labels", "export", "--run", run, "--format", "label-studio", "--out", str(tmp_path / "task.json"))
+    assert code == 0, err
+    config = ET.fromstring((tmp_path / "task.json.xml").read_text())  # well-formed
+    referenced = {text.get("value")[1:] for text in config.iter("Text")}
+    tasks = json.loads((tmp_path / "task.json").read_text())
+    assert referenced == set(tasks[0]["data"]) and "note\ufffd\ufffd" in referenced
+    assert tasks[0]["data"]["note\ufffd\ufffd"].startswith("text\x02")  # item text itself travels as it is, in JSON
