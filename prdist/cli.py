@@ -912,7 +912,9 @@ def _add_history(sub) -> None:
 
 
 def _cmd_history(args) -> int:
-    from .dataflow.history import write_history
+    import warnings
+
+    from .dataflow.history import DamagedRunWarning, write_history
 
     ranks = None
     if args.ranks is not None:
@@ -921,7 +923,14 @@ def _cmd_history(args) -> int:
             raise InputError(f"--ranks must be ranks (whole numbers from 1 to 2^63 - 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
         ranks = sorted({int(p) for p in parts})
     options = _storage_options(args)
-    out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DamagedRunWarning)
+        out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
+    for warning in caught:  # damaged run directories, named in one line each
+        if isinstance(warning.message, DamagedRunWarning):
+            print(f"prdist: warning: {_one_line(warning.message)}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     changed = table[table["change"] != ""]
     from .redaction import terminal_text
 

@@ -345,3 +345,83 @@ def test_the_label_studio_config_is_well_formed_xml_whatever_the_item_columns_ho
     tasks = json.loads((tmp_path / "task.json").read_text())
     assert referenced == set(tasks[0]["data"]) and "note\ufffd\ufffd" in referenced
     assert tasks[0]["data"]["note\ufffd\ufffd"].startswith("text\x02")  # item text itself travels as it is, in JSON
+
+
+def test_a_gzip_bomb_is_refused_before_anything_is_parsed(tmp_path):
+    import gzip
+
+    from test_bad_input import assert_refused
+
+    member = gzip.compress(b"k,0.5\n" * (1 << 17), 9)  # 768 KiB of rows in about a kilobyte
+    bomb = tmp_path / "bomb.csv.gz"
+    bomb.write_bytes(gzip.compress(b"id,conf\n") + member * 1400)  # 1.03 GiB from 1.6 MB
+    started = time.monotonic()
+    assert_refused(["ingest", str(bomb), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id"],
+                   says=["bomb.csv.gz decompresses to more than 1,073,741,824 bytes", "Split the data into smaller files"],
+                   watched=[tmp_path])
+    assert time.monotonic() - started < 30  # the old code parsed for 13 s and ran out of memory
+
+
+def test_a_small_compressed_input_is_still_ingested(tmp_path):
+    import gzip
+
+    from cli_run import cli
+
+    (tmp_path / "kb.csv.gz").write_bytes(gzip.compress(b"id,conf\n" + b"".join(b"i%d,%f\n" % (i, i / 100) for i in range(100))))
+    code, out, err = cli("ingest", str(tmp_path / "kb.csv.gz"), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id")
+    assert code == 0 and "100 items" in err, err
+
+
+DAMAGE = {
+    "truncated manifest": lambda run: (run / "manifest.json").write_bytes((run / "manifest.json").read_bytes()[:40]),
+    "non-JSON manifest": lambda run: (run / "manifest.json").write_text("not json\n"),
+    "a manifest that is a list": lambda run: (run / "manifest.json").write_text("[1, 2]\n"),
+    "a manifest without its fields": lambda run: (run / "manifest.json").write_text('{"params": {"method": "paula"}, "input": {}}'),
+    "truncated plan": lambda run: (run / "plan.parquet").write_bytes((run / "plan.parquet").read_bytes()[:100]),
+}
+
+
+def test_history_skips_every_damaged_run_directory_and_names_them_in_one_line(workspace, tmp_path):
+    import shutil
+
+    from cli_run import cli
+
+    runs = tmp_path / "runs"
+    shutil.copytree(_series_run(workspace), runs)
+    good = sorted(p.parent for p in runs.glob("*/manifest.json"))
+    for name, damage in DAMAGE.items():
+        copy = runs / name.replace(" ", "-")
+        shutil.copytree(good[0], copy)
+        damage(copy)
+    code, out, err = cli("history", "--runs", str(runs))
+    assert code == 0, err
+    assert f"{len(good)} run(s)" in out
+    warning, = [line for line in err.splitlines() if line.startswith("prdist")]
+    assert warning.startswith(f"prdist: warning: {len(DAMAGE)} run directories under {runs} skipped, damaged")
+    assert all(name.replace(" ", "-") in warning for name in DAMAGE)
+
+
+def test_a_killed_ingests_staging_directory_is_removed_by_the_next_and_a_live_ones_kept(tmp_path):
+    import os
+
+    from cli_run import cli
+    from prdist.dataflow.storage import STALE_SECONDS, staging_path
+
+    (tmp_path / "kb.csv").write_text("id,conf\n" + "".join(f"i{i},{i / 100}\n" for i in range(100)))
+    # A real process that dies: its staging directories are what a killed ingest leaves.
+    child = subprocess.Popen([sys.executable, "-c", "import os, sys\nfrom prdist.dataflow.storage import staging_path\n"
+                              f"for kind in ('staging', 'ingest'): print(staging_path({str(tmp_path / 'kb')!r}, kind))\n"],
+                             stdout=subprocess.PIPE, text=True)
+    dead = child.communicate(timeout=60)[0].split()
+    live = staging_path(str(tmp_path / "other"), "staging")  # this process's: alive
+    recent = dead[0].replace("prdist-staging", "prdist-ingest").replace(".kb.", ".recent.")
+    old = time.time() - STALE_SECONDS - 60
+    for path in [*dead, live, recent]:
+        os.makedirs(path)
+        (Path(path) / "part.0.parquet").write_bytes(b"x")
+        if path != recent:
+            os.utime(path, (old, old))
+    code, out, err = cli("ingest", str(tmp_path / "kb.csv"), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id")
+    assert code == 0, err
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert left == sorted([Path(live).name, Path(recent).name])  # the dead ones went; a live or recent one stays

@@ -29,8 +29,10 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import stat
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -635,6 +637,52 @@ def publish(location: Location, write: Callable, *, exclusive: bool) -> None:
             _publish_other(location, write, exclusive=exclusive)
 
 
+#: A staging directory's name: hidden, beside its output, naming the host and process that own it.
+_STAGING = re.compile(r"\.(?P<name>.+)\.(?P<host>[A-Za-z0-9_]+)\.(?P<pid>\d+)\.[0-9a-f]{32}\.prdist-(staging|ingest)")
+#: A staging directory older than this whose process is gone is removed (see remove_dead_staging).
+STALE_SECONDS = 3600
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", os.uname().nodename) or "host"
+
+
+def staging_path(path: str, kind: str) -> str:
+    """A hidden sibling of ``path`` to stage a dataset in (``kind``: "staging" or "ingest"); its
+    name says which host and process own it, so that :func:`remove_dead_staging` can tell a dead one."""
+    parent, name = posixpath.split(path.rstrip("/"))
+    return posixpath.join(parent, f".{name}.{_host()}.{os.getpid()}.{uuid.uuid4().hex}.prdist-{kind}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_dead_staging(directory: str) -> list[str]:
+    """Remove the staging directories that killed writers left in the local ``directory``; return them.
+
+    Only what is certainly dead goes: a directory named by :func:`staging_path` on this host,
+    whose process no longer runs, untouched for :data:`STALE_SECONDS`. Anything else (another
+    host's, a running writer's, a recent one) is left alone.
+    """
+    removed, now = [], time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            match = _STAGING.fullmatch(entry.name)
+            if (match is None or match["host"] != _host() or _alive(int(match["pid"])) or not entry.is_dir(follow_symlinks=False)
+                    or now - entry.stat(follow_symlinks=False).st_mtime < STALE_SECONDS):
+                continue
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
 @contextlib.contextmanager
 def dataset_publication(out: Location, names: list[str], marker: bytes | Callable[[], bytes], *, marker_name: str):
     """Yield the directory to write the files ``names`` into; publish them when the block succeeds.
@@ -657,8 +705,8 @@ def dataset_publication(out: Location, names: list[str], marker: bytes | Callabl
                 "the old dataset first."
             )
     if out.is_local:
-        parent, name = posixpath.split(root)
-        target = resolve(posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.prdist-staging"))
+        remove_dead_staging(posixpath.dirname(root))
+        target = resolve(staging_path(root, "staging"))
     else:
         target = out  # object stores have no directories (and makedirs would create a bucket)
     try:
