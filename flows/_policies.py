@@ -150,7 +150,8 @@ def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
     from prefect.states import Completed
 
     logger = get_run_logger()
-    create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary")
+    publish_artifact(lambda: create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary"),
+                     what=f"{artifact_key} summary", url=outcome.url)
     logger.info("run directory: %s", outcome.url)
     if outcome.missing:
         logger.warning(message)
@@ -168,10 +169,31 @@ def run_artifacts(outcome, bounds) -> None:
     from prefect.artifacts import create_link_artifact, create_table_artifact
 
     run_id = outcome.manifest["run_id"]
-    create_table_artifact(table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
-                          description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten")
-    create_link_artifact(link=redact_url(join_url(outcome.url, "report.html")), link_text=f"report of run {run_id}",
-                         key="prdist-report", description="The run's HTML report")
+    publish_artifact(lambda: create_table_artifact(
+        table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
+        description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten",
+    ), what="prdist-bounds table", url=outcome.url)
+    publish_artifact(lambda: create_link_artifact(
+        link=redact_url(join_url(outcome.url, "report.html")), link_text=f"report of run {run_id}", key="prdist-report",
+        description="The run's HTML report",
+    ), what="prdist-report link", url=outcome.url)
+
+
+def publish_artifact(create, *, what: str, url: str) -> bool:
+    """Call ``create`` (one Prefect artifact of a committed run); a failure is one warning line, not the run's.
+
+    The run directory ``url`` is committed before its artifacts are made, so a Prefect server that
+    stops answering then (after Prefect's own retries) costs the artifact, never the run.
+    """
+    from prefect import get_run_logger
+
+    try:
+        create()
+    except Exception as exc:  # the server's failure, whatever its kind: the run stands
+        get_run_logger().warning("prdist: the %s artifact was not published (%s: %s); the run is committed at %s",
+                                 what, type(exc).__name__, " ".join(str(exc).split()), redact_url(url))
+        return False
+    return True
 
 
 def log_dashboard(client) -> None:

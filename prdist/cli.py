@@ -54,6 +54,10 @@ class _OneLineForPrdistErrors(logging.Filter):
         # the flow's records of it (with or without a traceback) stay on the Prefect server.
         if record.exc_info and isinstance(record.exc_info[1], PrdistError):
             return False
+        # A Prefect API that stopped answering: main() says so in one line (and a run that
+        # committed before stands, _run_flow); the engine's traceback of it is noise on the console.
+        if record.exc_info and type(record.exc_info[1]).__module__.split(".")[0] in ("httpx", "httpcore"):
+            return False
         if record.name.startswith("prefect") and _names_a_prdist_error().search(record.getMessage()):
             return False
         # s3fs caches its clients; closing one that an earlier event loop created makes
@@ -449,7 +453,8 @@ def _cmd_run(args) -> int:
     # A run that exists is found before any cluster or orchestrator starts: a no-op is instant.
     outcome = _committed_run(parameters, storage_options)
     if outcome is None:
-        outcome = _run_flow("evaluate_release", "evaluate_release", parameters, storage_options, args)
+        outcome = _run_flow("evaluate_release", "evaluate_release", parameters, storage_options, args,
+                            committed=lambda: _committed_run(parameters, storage_options))
     from .dataflow.summary import run_summary
 
     print(run_summary(outcome.url, storage_options=storage_options))
@@ -486,9 +491,15 @@ def _committed_run(parameters: dict, storage_options):
     return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)
 
 
-def _run_flow(module: str, name: str, parameters: dict, storage_options, args):
+def _run_flow(module: str, name: str, parameters: dict, storage_options, args, committed=None):
     """Run the flow ``flows.<module>.<name>``: on the configured Prefect API (or with --prefect),
-    else its body in-process (:func:`flows._runner.run_flow`)."""
+    else its body in-process (:func:`flows._runner.run_flow`).
+
+    ``committed`` (optional) returns the run the flow commits, or None. A flow run that fails for
+    a reason other than prdist's own errors (a Prefect server that stopped answering) after its
+    run committed is the committed run, with one warning line: the run stands, its record on the
+    server may be incomplete.
+    """
     from flows._runner import run_flow
 
     if _on_prefect(args):
@@ -496,7 +507,15 @@ def _run_flow(module: str, name: str, parameters: dict, storage_options, args):
 
         importlib.import_module(f"flows.{module}")  # imports Prefect, which sets up its console logging
         _quiet_prefect_console(args)  # before a failing task logs its traceback there
-        return run_flow(module, name, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=True)
+        try:
+            return run_flow(module, name, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=True)
+        except Exception as exc:
+            found = None if committed is None or isinstance(exc, PrdistError) else committed()
+            if found is None:
+                raise
+            print(f"prdist: warning: the Prefect flow run failed after its run committed ({type(exc).__name__}: "
+                  f"{_one_line(exc)}); the run stands, its record on the Prefect server may be incomplete", file=sys.stderr)
+            return found
     return run_flow(module, name, {**parameters, "storage_options": storage_options}, on_prefect=False)
 
 

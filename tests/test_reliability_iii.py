@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import subprocess
@@ -425,3 +426,46 @@ def test_a_killed_ingests_staging_directory_is_removed_by_the_next_and_a_live_on
     assert code == 0, err
     left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
     assert left == sorted([Path(live).name, Path(recent).name])  # the dead ones went; a live or recent one stays
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_prefect_server_that_dies_after_the_commit_costs_the_artifacts_not_the_run(workspace, tmp_path):
+    import signal
+    import urllib.request
+
+    port = _free_port()
+    env = {"PATH": f"{Path(PRDIST).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "PREFECT_HOME": str(tmp_path / "prefect"),
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_CLIENT_MAX_RETRIES": "1"}  # the default 5 retries: ~150 s
+    server = subprocess.Popen([str(Path(PRDIST).with_name("prefect")), "server", "start", "--host", "127.0.0.1", "--port",
+                               str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        runs = tmp_path / "runs"
+        command = subprocess.Popen([PRDIST, "run", "--resource", str(workspace / "res"), "--out", str(runs), "--oracle-column",
+                                    "label", "--eps", "0.1", "--window", "20"], env={**env, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api"},
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while not list(runs.glob("*/manifest.json")) and command.poll() is None:
+            time.sleep(0.02)
+        os.killpg(server.pid, signal.SIGKILL)  # the server dies once the run has committed
+        out, err = command.communicate(timeout=600)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    run = next(runs.glob("*/manifest.json")).parent
+    assert command.returncode == 0, err
+    assert out.strip().splitlines()[-1] == str(run)
+    assert "Traceback" not in err, err
