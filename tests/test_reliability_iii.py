@@ -47,6 +47,7 @@ def _workspace(root: Path) -> None:
     done = _shell("prdist run --resource res --labels store0 --out runs --eps 0.1 --window 20", root)
     assert done.returncode == 3, done.stderr
     assert _shell("prdist labels import --store store0 answers.csv", root).returncode == 0
+    assert _shell("prdist synth --n 1000 --seed 1 --out kb", root).returncode == 0  # a resource prdist wrote
 
 
 #: Every command, as a template ({m}: a name per try, for create-only outputs) and its exit code.
@@ -56,7 +57,7 @@ COMMANDS = {
     "synth": ("prdist synth --n 1000 --seed 1 --out synth-{m}", 0),
     "run (awaiting labels)": ("prdist run --resource res --labels store0 --out runs --eps 0.1 --window 20", 3),
     "labels import": ("prdist labels import --store store-{m} answers.csv", 0),
-    "labels export": ("prdist labels export --run runs/$(ls runs | head -1) --out task-{m}.csv", 0),
+    "labels export": ("prdist labels export --run $(dirname $(ls runs/*/manifest.json | head -1)) --out task-{m}.csv", 0),
     "labels status": ("prdist labels status --store store0", 0),
     "ingest": ("prdist ingest items.csv --out ingested-{m} --score conf --key id", 0),
     "history": ("prdist history --runs runs --out history-{m}", 0),
@@ -183,7 +184,7 @@ WRITERS = {
 #: Every kind of place an output must not land on ({run}: a committed run directory).
 PROTECTED = {
     "the resource": "{root}/res",
-    "inside the resource": "{root}/res/out.csv",
+    "inside a resource prdist wrote": "{root}/kb/out.csv",
     "the label store": "{root}/store0",
     "inside the label store": "{root}/store0/out",
     "a committed run": "{run}",
@@ -469,3 +470,20 @@ def test_a_prefect_server_that_dies_after_the_commit_costs_the_artifacts_not_the
     assert command.returncode == 0, err
     assert out.strip().splitlines()[-1] == str(run)
     assert "Traceback" not in err, err
+
+
+def test_outputs_beside_loose_parquet_files_and_repeated_outputs_are_written(workspace, tmp_path):
+    import shutil
+
+    from cli_run import cli
+
+    run = _committed_run(workspace)
+    shutil.copy(workspace / "res" / "part-0.parquet", tmp_path / "kb.parquet")  # a working directory, not a dataset
+    (tmp_path / "notes.txt").write_text("mine\n")
+    for _ in range(2):  # an export replaces itself; history rewrites its own output
+        code, out, err = cli("labels", "export", "--run", str(run), "--out", str(tmp_path / "task.parquet"))
+        assert code == 0, err
+        code, out, err = cli("history", "--runs", str(workspace / "runs"))
+        assert code == 0, err
+    code, out, err = cli("labels", "export", "--run", str(run), "--out", str(tmp_path / "task.csv"))
+    assert code == 0, err

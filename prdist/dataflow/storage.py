@@ -853,30 +853,40 @@ def read_parquet(fh):
 LABEL_FILE = re.compile(r"labels-[^/]*\.parquet")
 
 
-def _place_kind(fs, path: str, where) -> tuple[str, str] | None:
+def _place_kind(fs, path: str, where, *, toward: str = "") -> tuple[str, str] | None:
     """What the directory ``path`` is, if anything an output must not land in: (kind, evidence).
 
-    "committed run" (it holds manifest.json), "label store" (only label-store Parquet files) or
-    "Parquet dataset" (other Parquet files: a resource); None for anything else, or no directory.
+    "committed run directory" (it holds manifest.json); "label store" (label files only) or
+    "Parquet dataset" (a resource: other Parquet files), each only when its files are Parquet
+    files (and hidden or ``_``-prefixed metadata) alone, so that a working directory holding a
+    Parquet file beside others is neither. ``toward`` (the entry below ``path`` that the output
+    is or lies in; empty for the output itself) does not count, and a directory above the output
+    is a Parquet dataset only when prdist wrote it (its ``_prdist`` marker): a loose Parquet file
+    beside a new output is not a resource. None for anything else, or no directory.
     """
-    with storage_errors(where, action="list"):
+    with storage_errors(where, action="open"):
         try:
-            names = [posixpath.basename(entry.rstrip("/")) for entry in fs.ls(path, detail=False)]
+            entries = fs.ls(path, detail=True)
         except (FileNotFoundError, NotADirectoryError):
             return None
-    if "manifest.json" in names:
+    files = [posixpath.basename(e["name"].rstrip("/")) for e in entries if e.get("type") != "directory"]
+    if [e["name"].rstrip("/") for e in entries] == [path] and files:  # a file lists as itself: no directory
+        return None
+    if "manifest.json" in files:
         return "committed run directory", "it holds manifest.json"
-    parquet = sorted(name for name in names if name.endswith(".parquet"))
-    if not parquet:
+    files = [name for name in files if name != toward and not name.startswith((".", "_"))]
+    parquet = sorted(name for name in files if name.endswith(".parquet"))
+    if not parquet or len(parquet) < len(files):
         return None
     others = [name for name in parquet if not LABEL_FILE.fullmatch(name)]
-    if others:
-        return "Parquet dataset", f"it holds {others[0]}"
-    return "label store", f"it holds {parquet[0]}"
+    if not others:
+        return "label store", f"it holds {parquet[0]}"
+    marked = any(posixpath.basename(e["name"]).startswith("_prdist") for e in entries)
+    return ("Parquet dataset", f"it holds {others[0]}") if marked or not toward else None
 
 
 def _check_store_holds_labels_only(store: Location) -> None:
-    with storage_errors(store.url, action="list"):
+    with storage_errors(store.url, action="open"):
         try:
             found = store.fs.find(store.path)
         except (FileNotFoundError, NotADirectoryError):
@@ -912,8 +922,9 @@ def check_output_place(url, *, option: str, storage_options=None, inputs=(),
     - ``url`` equal to or inside one of ``inputs``;
     - with ``store``, a directory that holds Parquet files other than label files, at any depth
       (the store reads every Parquet file below it);
-    - ``url`` equal to or inside a committed run directory (one that holds ``manifest.json``), a
-      Parquet dataset (a resource) or a label store (unless ``store``: the store itself).
+    - ``url`` equal to or inside a committed run directory (one that holds ``manifest.json``) or
+      a label store (unless ``store``: the store itself); equal to a Parquet dataset (a resource),
+      or inside one that prdist wrote (``ingest``, ``synth``: its ``_prdist`` marker).
 
     Every directory from ``url`` up to its filesystem's root is listed once (a few listings).
 
@@ -929,9 +940,9 @@ def check_output_place(url, *, option: str, storage_options=None, inputs=(),
     --out file://RUN/task.csv is inside the committed run directory file://RUN
     """
     target = resolve(url, storage_options=storage_options)
-    path = target.path.rstrip("/") or "/"
+    path, toward = target.path.rstrip("/") or "/", ""
     while True:
-        found = _place_kind(target.fs, path, target.url)
+        found = _place_kind(target.fs, path, target.url, toward=toward)
         if found is not None and not (store and path == target.path.rstrip("/") and found[0] == "label store"):
             kind, evidence = found
             place = "is" if path == target.path.rstrip("/") else "is inside"
@@ -940,7 +951,7 @@ def check_output_place(url, *, option: str, storage_options=None, inputs=(),
         parent = posixpath.dirname(path)
         if not parent or parent == path:
             break
-        path = parent
+        path, toward = parent, posixpath.basename(path)
     if store:
         _check_store_holds_labels_only(target)
     for name, other in inputs:
