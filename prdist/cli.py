@@ -934,6 +934,7 @@ def _cmd_history(args) -> int:
     import warnings
 
     from .dataflow.history import DamagedRunWarning, write_history
+    from .redaction import terminal_text
 
     ranks = None
     if args.ranks is not None:
@@ -951,8 +952,6 @@ def _cmd_history(args) -> int:
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     changed = table[table["change"] != ""]
-    from .redaction import terminal_text
-
     print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
           f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
     for row in changed.itertuples():
@@ -1082,7 +1081,7 @@ def _check_outputs(args) -> None:
 
     dest, option = OUTPUT_OPTIONS[command]
     target = getattr(args, dest) or join_url(args.runs, "_history")  # history's default --out
-    inputs = [(name, url) for name, url in _url_options(args) if name not in (option, "--runs", "--api-url")]
+    inputs = [(name, url) for name, url in _url_options(args) if name not in (option, "--runs", "--api-url") and url.strip()]
     check_output_place(target, option=option, storage_options=_storage_options(args), inputs=inputs,
                        store=dest == "store")
 
