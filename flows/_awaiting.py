@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.artifacts import MANIFEST
+from prdist.dataflow.history import readable_run
 from prdist.dataflow.run import committed_run, open_for_run
 from prdist.dataflow.storage import exists, filesystem
 
@@ -54,8 +55,9 @@ def awaiting_releases(out: str, *, storage_options=None) -> list[AwaitingRelease
         return []
     found: dict[tuple, AwaitingRelease] = {}
     for path in sorted(fs.glob(posixpath.join(root, "*", MANIFEST))):
-        with fs.open(path, "rb") as fh:
-            manifest = json.load(fh)
+        manifest = readable_run(fs, path)
+        if manifest is None:
+            continue  # a damaged run directory: `prdist history` names it; nothing to re-evaluate
         if manifest.get("kind") == "compare" or not manifest.get("awaiting_labels"):
             continue  # a comparison, or a run with every planned verdict
         # A parameter the manifest leaves out had no effect on the run and took its default.

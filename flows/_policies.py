@@ -214,7 +214,8 @@ def conclude(outcome, *, summary: str, artifact_key: str, waiting_for: str):
     from prefect.states import Completed
 
     logger = get_run_logger()
-    create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary")
+    publish_artifact(lambda: create_markdown_artifact(markdown=summary, key=artifact_key, description=f"{artifact_key} summary"),
+                     what=f"{artifact_key} summary", url=outcome.url)
     if "kind" not in outcome.manifest:  # an evaluation (a comparison's manifest says "kind": "compare")
         logger.info(counts_message(outcome))
     logger.info("run directory: %s", outcome.url)
@@ -280,17 +281,38 @@ def run_artifacts(outcome, bounds) -> None:
 
     run_id = outcome.manifest["run_id"]
     if bounds is not None:
-        create_table_artifact(table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
-                              description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten")
+        publish_artifact(lambda: create_table_artifact(
+            table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
+            description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten",
+        ), what="prdist-bounds table", url=outcome.url)
     report = report_location(redact_url(join_url(outcome.url, "report.html")))
     description = "The run's HTML report"
     if report.startswith(("http://", "https://", "file://", "/")):
-        create_link_artifact(link=report, link_text=f"report of run {run_id}", key="prdist-report", description=description)
+        publish_artifact(lambda: create_link_artifact(link=report, link_text=f"report of run {run_id}", key="prdist-report",
+                                                      description=description), what="prdist-report link", url=outcome.url)
     else:
-        create_markdown_artifact(key="prdist-report", description=description, markdown=(
+        publish_artifact(lambda: create_markdown_artifact(key="prdist-report", description=description, markdown=(
             f"The report of run {run_id} is the object `{report}` on the object store: not a web address a browser "
             f"opens. Copy it out, or set {REPORT_BASE_VARIABLE}=PREFIX=BASE in the flow runs' environment (e.g. "
-            f"s3://prdist=https://s3.example.org/prdist) to link the reports here."))  # fmt: skip
+            f"s3://prdist=https://s3.example.org/prdist) to link the reports here.")),  # fmt: skip
+            what="prdist-report note", url=outcome.url)
+
+
+def publish_artifact(create, *, what: str, url: str) -> bool:
+    """Call ``create`` (one Prefect artifact of a committed run); a failure is one warning line, not the run's.
+
+    The run directory ``url`` is committed before its artifacts are made, so a Prefect server that
+    stops answering then (after Prefect's own retries) costs the artifact, never the run.
+    """
+    from prefect import get_run_logger
+
+    try:
+        create()
+    except Exception as exc:  # the server's failure, whatever its kind: the run stands
+        get_run_logger().warning("prdist: the %s artifact was not published (%s: %s); the run is committed at %s",
+                                 what, type(exc).__name__, " ".join(str(exc).split()), redact_url(url))
+        return False
+    return True
 
 
 def counts_message(outcome) -> str:

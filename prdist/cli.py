@@ -54,6 +54,10 @@ class _OneLineForPrdistErrors(logging.Filter):
         # the flow's records of it (with or without a traceback) stay on the Prefect server.
         if record.exc_info and isinstance(record.exc_info[1], PrdistError):
             return False
+        # A Prefect API that stopped answering: main() says so in one line (and a run that
+        # committed before stands, _run_flow); the engine's traceback of it is noise on the console.
+        if record.exc_info and type(record.exc_info[1]).__module__.split(".")[0] in ("httpx", "httpcore"):
+            return False
         if record.name.startswith("prefect") and _names_a_prdist_error().search(record.getMessage()):
             return False
         # s3fs caches its clients; closing one that an earlier event loop created makes
@@ -461,7 +465,8 @@ def _cmd_run(args) -> int:
     # A run that exists is found before any cluster or orchestrator starts: a no-op is instant.
     outcome = _committed_run(parameters, storage_options)
     if outcome is None:
-        outcome = _run_flow("evaluate_release", "evaluate_release", parameters, storage_options, args)
+        outcome = _run_flow("evaluate_release", "evaluate_release", parameters, storage_options, args,
+                            committed=lambda: _committed_run(parameters, storage_options))
     from .dataflow.summary import run_summary
 
     print(run_summary(outcome.url, storage_options=storage_options))
@@ -498,9 +503,15 @@ def _committed_run(parameters: dict, storage_options):
     return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)
 
 
-def _run_flow(module: str, name: str, parameters: dict, storage_options, args):
+def _run_flow(module: str, name: str, parameters: dict, storage_options, args, committed=None):
     """Run the flow ``flows.<module>.<name>``: on the configured Prefect API (or with --prefect),
-    else its body in-process (:func:`flows._runner.run_flow`)."""
+    else its body in-process (:func:`flows._runner.run_flow`).
+
+    ``committed`` (optional) returns the run the flow commits, or None. A flow run that fails for
+    a reason other than prdist's own errors (a Prefect server that stopped answering) after its
+    run committed is the committed run, with one warning line: the run stands, its record on the
+    server may be incomplete.
+    """
     from flows._runner import run_flow
 
     if _on_prefect(args):
@@ -508,7 +519,15 @@ def _run_flow(module: str, name: str, parameters: dict, storage_options, args):
 
         importlib.import_module(f"flows.{module}")  # imports Prefect, which sets up its console logging
         _quiet_prefect_console(args)  # before a failing task logs its traceback there
-        return run_flow(module, name, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=True)
+        try:
+            return run_flow(module, name, {**parameters, "storage_options": sealed(storage_options)}, on_prefect=True)
+        except Exception as exc:
+            found = None if committed is None or isinstance(exc, PrdistError) else committed()
+            if found is None:
+                raise
+            print(f"prdist: warning: the Prefect flow run failed after its run committed ({type(exc).__name__}: "
+                  f"{_one_line(exc)}); the run stands, its record on the Prefect server may be incomplete", file=sys.stderr)
+            return found
     return run_flow(module, name, {**parameters, "storage_options": storage_options}, on_prefect=False)
 
 
@@ -806,19 +825,21 @@ def _cmd_labels_status(args) -> int:
 
 
 def status_text(status: dict) -> str:
-    """The label store's status as a few lines for the terminal."""
+    """The label store's status as a few lines for the terminal (names and keys sanitised for it)."""
+    from .redaction import terminal_text
+
     kinds = status["verdicts"]
     lines = [
         f"prdist labels: {status['items']:,} items, {status['records']:,} verdict records, rule {status['rule']}",
         "verdicts: " + ", ".join(f"{kind.replace('_', ' ')} {count:,}" for kind, count in kinds.items()),
-        "annotators: " + (", ".join(f"{a or '(anonymous)'} {n:,}" for a, n in status["annotators"].items()) or "none"),
+        "annotators: " + (", ".join(f"{terminal_text(a) or '(anonymous)'} {n:,}" for a, n in status["annotators"].items()) or "none"),
     ]
     alpha = status["agreement"]["krippendorff_alpha"]
     lines.append(f"agreement: Krippendorff's alpha {'undefined' if alpha is None else f'{alpha:.3f}'} over "
                  f"{status['agreement']['pairable_keys']:,} items judged by two or more annotators")
     if status["disputed_keys"]:
         shown = status["disputed_keys"][:10]
-        lines.append(f"disputed: {', '.join(shown)}" + (" ..." if len(status["disputed_keys"]) > len(shown) else ""))
+        lines.append(f"disputed: {', '.join(map(terminal_text, shown))}" + (" ..." if len(status["disputed_keys"]) > len(shown) else ""))
     return "\n".join(lines)
 
 
@@ -931,21 +952,31 @@ def _add_history(sub) -> None:
 
 
 def _cmd_history(args) -> int:
-    from .dataflow.history import write_history
+    import warnings
+
+    from .dataflow.history import DamagedRunWarning, write_history
+    from .redaction import terminal_text
 
     ranks = None
     if args.ranks is not None:
         parts = args.ranks.split(",")
-        if not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
-            raise InputError(f"--ranks must be ranks (whole numbers >= 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
+        if not all(p.strip().isdigit() and 1 <= int(p) <= LARGEST_COUNT for p in parts):
+            raise InputError(f"--ranks must be ranks (whole numbers from 1 to 2^63 - 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
         ranks = sorted({int(p) for p in parts})
     options = _storage_options(args)
-    out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DamagedRunWarning)
+        out, table = write_history(args.runs, out=args.out, series=args.series, ranks=ranks, storage_options=options)
+    for warning in caught:  # damaged run directories, named in one line each
+        if isinstance(warning.message, DamagedRunWarning):
+            print(f"prdist: warning: {_one_line(warning.message)}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     changed = table[table["change"] != ""]
     print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
           f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
     for row in changed.itertuples():
-        print(f"  {row.series}: run {row.run_id} at rank {row.rank:,}: {row.change} "
+        print(f"  {terminal_text(row.series)}: run {row.run_id} at rank {row.rank:,}: {row.change} "
               f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
     from flows._runner import may_have_api
 
@@ -979,7 +1010,34 @@ def build_parser() -> argparse.ArgumentParser:
     _add_release(sub)
     _add_history(sub)
     _add_ingest(sub)
+    _count_options_fit(parser)
     return parser
+
+
+#: The largest whole number an option may take: prdist counts ranks, items and draws in int64.
+LARGEST_COUNT = 2**63 - 1
+
+
+def count(text: str) -> int:
+    """A whole-number option: digits (with an optional sign), at most :data:`LARGEST_COUNT` in size."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if abs(value) > LARGEST_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"{text} is larger than prdist can count (at most 2^63 - 1 = {LARGEST_COUNT:,}); give a smaller number")
+    return value
+
+
+def _count_options_fit(parser: argparse.ArgumentParser) -> None:
+    """Make every ``type=int`` option of every sub-command a :func:`count`: a number too large for
+    int64 is refused in one line when the command line is read, never an OverflowError mid-run."""
+    for action in parser._actions:
+        if action.type is int:
+            action.type = count
+        for child in (action.choices or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
+            _count_options_fit(child)
 
 
 #: Every option that names a storage location or server (argparse dest -> how the user writes
@@ -1024,9 +1082,96 @@ def _check_stores_answer(args) -> None:
         check_reachable(url, storage_options=options)
 
 
+#: Every option that writes, by command: (argparse dest, how the user writes it). Each is checked
+#: by :func:`prdist.dataflow.storage.check_output_place` before anything runs, so no output lands
+#: on an input, a label store, a resource or a committed run; tests/test_reliability_iii.py keeps
+#: this table complete.
+OUTPUT_OPTIONS = {
+    "run": ("out", "--out"), "synth": ("out", "--out"), "compare": ("out", "--out"), "ingest": ("out", "--out"),
+    "history": ("out", "--out"), "labels export": ("out", "--out"), "labels import": ("store", "--store"),
+}  # fmt: skip
+
+
+def _check_outputs(args) -> None:
+    """Refuse, before anything runs, an output of this command that would land on what it reads, on
+    a resource, a label store or a committed run directory (one guard for every writer)."""
+    command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+    if command not in OUTPUT_OPTIONS:
+        return
+    from .dataflow.storage import check_output_place, join_url
+
+    dest, option = OUTPUT_OPTIONS[command]
+    target = getattr(args, dest) or join_url(args.runs, "_history")  # history's default --out
+    inputs = [(name, url) for name, url in _url_options(args) if name not in (option, "--runs", "--api-url") and url.strip()]
+    check_output_place(target, option=option, storage_options=_storage_options(args), inputs=inputs,
+                       store=dest == "store")
+
+
 def _one_line(exc: BaseException) -> str:
+    """An error's message as one line a terminal shows literally (it may quote a file's contents)."""
+    from .redaction import terminal_text
+
     # Messages quote other libraries' errors, some of which span lines; the contract is one line.
-    return " ".join(str(exc).split())
+    return terminal_text(" ".join(str(exc).split()))
+
+
+class _ReaderMayGo:
+    """Standard output (or error) while a command runs: a reader that goes away ends the output, not the command.
+
+    Python ignores SIGPIPE, so a write to a pipe whose reader has gone (``prdist run ... | head
+    -1``) raises BrokenPipeError. Here that write and every later one go to the null device (the
+    descriptor is pointed there, so the flush at exit does not fail again) and the command runs
+    to its end: its exit code (3 while labels are awaited) and its lines on the other stream
+    survive the pipe, as ``set -o pipefail`` expects. A stream that is closed when the command
+    starts (``prdist ... >&-``) is the null device from the start, so a file the command opens
+    can never take its descriptor.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.gone = False
+
+    @classmethod
+    def around(cls, stream, fd: int):
+        """``stream`` wrapped; a missing stream (descriptor ``fd`` closed) becomes the null device."""
+        if stream is None:
+            try:
+                os.fstat(fd)
+            except OSError:  # closed: hold the descriptor, so that no file opened later gets it
+                null = os.open(os.devnull, os.O_WRONLY)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            stream = open(fd, "w", closefd=False)  # noqa: SIM115 (lives as long as the process)
+        return stream if isinstance(stream, cls) else cls(stream)
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._discard()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._discard()
+
+    def _discard(self) -> None:
+        self.gone = True
+        try:
+            fd = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (tests): nothing to redirect
+            return
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def main(argv=None) -> int:
@@ -1041,13 +1186,25 @@ def main(argv=None) -> int:
     # their number, hence every result, stays the same. Read when NumPy is imported, so set now.
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     debug = "--debug" in argv
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ReaderMayGo.around(sys.stdout, 1), _ReaderMayGo.around(sys.stderr, 2)
+    try:
+        return _run_command(argv, debug)
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _run_command(argv: list, debug: bool) -> int:
+    """Parse ``argv``, run the sub-command, and map its outcome to an exit code."""
     try:
         args = build_parser().parse_args(argv)
         _refuse_credentials_in_urls(args)
         _check_stores_answer(args)
+        _check_outputs(args)
         return int(args.handler(args) or EXIT_OK)
     except AwaitingLabels as exc:
-        print(f"prdist: {exc}", file=sys.stderr)
+        print(f"prdist: {_one_line(exc)}", file=sys.stderr)
         return EXIT_AWAITING_LABELS
     except InputError as exc:
         if debug:
@@ -1057,10 +1214,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("prdist: interrupted", file=sys.stderr)
         return EXIT_FAILURE
-    except BrokenPipeError:
-        # The reader went away (`prdist budget | head`): not a failure of ours.
-        sys.stderr.close()
-        return EXIT_OK
     except Exception as exc:  # the last resort: one line, traceback on request
         if debug:
             traceback.print_exc()
@@ -1086,16 +1239,12 @@ def console_main() -> None:
     import threading
 
     code = main()
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError):  # a reader that went away (`prdist budget | head`)
-        pass
     threading._shutdown()  # Py_FinalizeEx's first step: threading's exit hooks, then non-daemon threads joined
     atexit._run_exitfuncs()  # its next one
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
-        except (BrokenPipeError, ValueError):
+            stream and _ReaderMayGo(stream).flush()
+        except ValueError:  # closed by an atexit handler
             pass
     os._exit(code)
 

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int
+from .errors import ParameterError
 from .grid import GeometricGrid, GridParameters, exact_eps
 
-__all__ = ["PaulaPlan", "exhaustive_plan_note", "plan_paula"]
+__all__ = ["MAX_PLAN_SIZE", "PaulaPlan", "check_plan_fits", "exhaustive_plan_note", "plan_paula"]
 
 PREFIX = "prefix"
 WINDOW = "window"
@@ -62,6 +63,61 @@ class PaulaPlan(GridParameters):
         return role, grid_index
 
 
+#: The most ranks a plan may hold: 256 MiB per int64 array (a plan's arrays and their sort
+#: need a few of them); a resource of 10^12 items at eps=0.03, window=100 plans 78,658.
+MAX_PLAN_SIZE = 2**25
+#: The highest grid index a plan may reach: each grid point costs an exact power (about 8 µs),
+#: and eps below about 1.5e-5 passes it at the default window.
+MAX_GRID_INDEX = 2**20
+
+
+def _size_estimate(n: int, eps: float, window: int, r_tilde: int | None) -> tuple[int, int]:
+    """(an upper bound of the plan's size, of its grid index), from floating-point logarithms alone.
+
+    The plan labels min(n, g_l) prefix ranks, g_l < r_tilde (1 + eps) + 1, and ``window`` ranks per
+    grid point after l; one index of margin on each side covers the logarithms' rounding.
+    """
+    if r_tilde is None:
+        r_tilde = math.ceil((window + 2) / eps)
+    log_growth = math.log1p(eps)
+    l_low = max(0, math.floor(math.log(r_tilde) / log_growth) - 1)
+    top = math.floor(math.log(n) / log_growth) + 1
+    prefix = min(n, math.ceil(r_tilde * (1 + eps)) + 1)
+    size = prefix if n <= r_tilde else min(n, prefix + window * max(0, top - l_low))
+    return size, max(top, l_low + 2)
+
+
+def _fits(n: int, eps: float, window: int, r_tilde: int | None) -> bool:
+    size, index = _size_estimate(n, eps, window, r_tilde)
+    return size <= MAX_PLAN_SIZE and index <= MAX_GRID_INDEX
+
+
+def _number(value: int) -> str:
+    return f"{value:,}" if value < 10**15 else f"{float(value):.3g}"
+
+
+def check_plan_fits(n: int, *, eps: float, window: int, r_tilde: int | None = None) -> None:
+    """Refuse a plan whose size or grid is beyond :data:`MAX_PLAN_SIZE` / :data:`MAX_GRID_INDEX`.
+
+    Computed from the parameters before anything is allocated, so ``budget --n 1e12 --eps 1e-5``
+    is a one-line refusal that names a coarser ``eps`` that fits, not an out-of-memory crash.
+    ``r_tilde`` None is its default, ceil((window+2)/eps).
+    """
+    if _fits(n, eps, window, r_tilde):
+        return
+    coarser = eps
+    while coarser < 1 and not _fits(n, coarser, window, r_tilde):
+        coarser = min(1.0, float(f"{coarser * 2:.1g}"))
+    fix = f"use a larger eps (eps={coarser:g} fits) or a smaller window" if _fits(n, coarser, window, r_tilde) else "use a smaller window" + ("" if r_tilde is None else " or r_tilde")
+    size, index = _size_estimate(n, eps, window, r_tilde)
+    if index > MAX_GRID_INDEX:
+        what = f"reaches grid index {_number(index)} (at most {MAX_GRID_INDEX:,}: one exact power per grid point)"
+    else:
+        what = f"holds up to {_number(size)} ranks to label (at most {MAX_PLAN_SIZE:,}: {8 * size / 2**30:.3g} GiB per array)"
+    chosen = "" if r_tilde is None else f", r_tilde={_number(r_tilde)}"
+    raise ParameterError(f"The PAULA plan of n={_number(n)} items at eps={eps:g}, window={_number(window)}{chosen} {what}; {fix}.")
+
+
 def plan_paula(n, *, eps=0.03, window=100, r_tilde=None) -> PaulaPlan:
     """Plan the PAULA annotations for a ranked resource of ``n`` items.
 
@@ -108,10 +164,12 @@ def plan_paula(n, *, eps=0.03, window=100, r_tilde=None) -> PaulaPlan:
     eps_exact = exact_eps(eps, owner=owner)
     eps = float(eps)
     window = check_int(window, name="window", owner=owner, low=1)
+    if r_tilde is not None:
+        r_tilde = check_int(r_tilde, name="r_tilde", owner=owner, low=1)
+    check_plan_fits(n, eps=eps, window=window, r_tilde=r_tilde)
     r_min = math.ceil((window + 2) / eps_exact)  # exact: Fraction ceil
     if r_tilde is None:
         r_tilde = r_min
-    r_tilde = check_int(r_tilde, name="r_tilde", owner=owner, low=1)
 
     grid_fn = GeometricGrid(eps)
     l = grid_fn.first_index_at_least(r_tilde)

@@ -9,6 +9,8 @@ the release event (:mod:`flows.release`). Standard library only, so any layer ma
   usable as a name in messages and manifests.
 - :func:`display_url` is stricter, for text a person reads: it drops user info, query and
   fragment altogether.
+- :func:`terminal_text` is the one sanitiser of text from outside (annotator names, keys, series,
+  values quoted in messages) on its way to a terminal, as HTML escaping is for the report.
 - :func:`refuse_credentials` is the rule every URL obeys on the way in: a URL that embeds
   credentials (user info, a secret-named query value such as a signature) is refused, named in
   its redacted form. Credentials belong in storage options, which stay sealed; a URL is recorded
@@ -18,13 +20,14 @@ the release event (:mod:`flows.release`). Standard library only, so any layer ma
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .errors import InputError
 
 __all__ = ["REDACTED", "SECRET_WORDS", "display_url", "embedded_credentials", "is_secret_name", "redact",
-           "redact_url", "refuse_credentials"]
+           "redact_url", "refuse_credentials", "terminal_text"]
 
 #: Option names that hold a secret contain one of these words (case-insensitive). ``key`` covers
 #: s3fs's access key id (``key``), ``aws_access_key_id``, ``sse_kms_key_id``, ``account_key``,
@@ -181,3 +184,29 @@ def refuse_credentials(url, *, what: str = "The URL") -> str:
         "options (--storage-options '{\"key\": ..., \"secret\": ...}') or through "
         "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the store's own credential chain)."
     )
+
+
+#: Characters a terminal acts on instead of showing: C0 and C1 controls and DEL (escape sequences
+#: start with ESC or CSI: title changes, cursor moves, clearing), and Unicode's format controls
+#: (bidirectional overrides reorder what is shown; zero-width characters hide).
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def terminal_text(text) -> str:
+    r"""``text`` as a terminal can show it literally: every control character written as an escape.
+
+    Line breaks and tabs are escaped too, so text from outside can neither start a line of its
+    own nor move the cursor. Everything else (any script, any symbol) is kept.
+
+    Examples
+    --------
+    >>> terminal_text("alice\x1b]0;owned\x07")
+    'alice\\x1b]0;owned\\x07'
+    >>> print(terminal_text("r\u00e9sum\u00e9\nnext\u202e"))
+    résumé\nnext\u202e
+    """
+    return _UNSHOWABLE.sub(_escape, str(text))
+
+
+def _escape(match: re.Match) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")

@@ -16,6 +16,7 @@ import numpy as np
 from .._validation import check_choice, check_float, check_int
 from ..errors import DataError, ParameterError
 from ..importance import BALANCE, OVERLAP, SamplingDistribution
+from ..plan import MAX_PLAN_SIZE  # a budget of draws is held as a plan is
 from .parquet import Resource, open_resource
 
 __all__ = ["ALLOCATIONS", "CompareParams", "System", "allocate_budget", "check_system_name", "open_systems"]
@@ -76,7 +77,7 @@ class CompareParams:
 
     def __post_init__(self):
         owner = "CompareParams"
-        object.__setattr__(self, "budget", check_int(self.budget, name="budget", owner=owner, low=2))
+        object.__setattr__(self, "budget", check_int(self.budget, name="budget", owner=owner, low=2, high=MAX_PLAN_SIZE))
         object.__setattr__(self, "seed", check_int(self.seed, name="seed", owner=owner, low=0))
         if not isinstance(self.distribution, SamplingDistribution):
             raise ParameterError(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import posixpath
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +36,8 @@ from . import evaluate as ev
 from .artifacts import MANIFEST
 from .storage import filesystem, info_or_none, join_url, publish, resolve, write_parquet
 
-__all__ = ["HISTORY_COLUMNS", "RunRecord", "default_series", "history_table", "newest_changes", "placed_releases", "read_runs",
-           "release_name", "release_place", "series_of", "write_history"]
+__all__ = ["HISTORY_COLUMNS", "DamagedRunWarning", "RunRecord", "default_series", "history_table", "newest_changes",
+           "placed_releases", "read_runs", "readable_run", "release_name", "release_place", "series_of", "write_history"]
 
 HISTORY_COLUMNS = ("series", "place", "release", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper",
                    "change")
@@ -122,17 +123,48 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
     info = info_or_none(fs, root, where=runs)
     if info is None or info.get("type") != "directory":
         raise InputError(f"No run directory root at {runs}. Name the --out of your prdist run commands.")
-    records, skipped = [], 0
+    records, skipped, damaged = [], 0, []
     for path in sorted(fs.glob(posixpath.join(root, "*", MANIFEST))):
-        with fs.open(path, "rb") as fh:
-            manifest = json.load(fh)
+        manifest = readable_run(fs, path)
+        if manifest is None:
+            damaged.append(posixpath.basename(posixpath.dirname(path)))
+            continue
         if manifest.get("params", {}).get("method") != "paula" or "input" not in manifest or not _rebounded(manifest):
             skipped += 1
             continue
         run_url = join_url(runs, posixpath.basename(posixpath.dirname(path)))
         records.append(RunRecord(run_url, manifest, _created(fs.info(path))))
     records.sort(key=lambda r: (r.created, r.manifest["run_id"]))
+    if damaged:
+        shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
+        warnings.warn(DamagedRunWarning(
+            f"{len(damaged)} run director{'y' if len(damaged) == 1 else 'ies'} under {runs} skipped, damaged (a manifest.json "
+            f"or plan.parquet that cannot be read as a run's): {shown}. Move them aside or run their commands again."), stacklevel=2)
     return records, skipped
+
+
+class DamagedRunWarning(UserWarning):
+    """A run directory under a runs root that cannot be read (a truncated or non-JSON manifest, a
+    damaged plan): history skips it, and names it in one warning."""
+
+
+def readable_run(fs, manifest_path: str) -> dict | None:
+    """The manifest of the run directory of ``manifest_path`` if the run can be read: a JSON object
+    with the fields history uses and, for a PAULA run, a plan whose Parquet footer reads; else None."""
+    import pyarrow.parquet as pq
+
+    try:
+        with fs.open(manifest_path, "rb") as fh:
+            manifest = json.load(fh)
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("params", {}), dict):
+            return None
+        if manifest.get("params", {}).get("method") == "paula" and "input" in manifest:
+            int(manifest["n"]), str(manifest["run_id"]), str(manifest["input"]["url"])
+            with fs.open(posixpath.join(posixpath.dirname(manifest_path), "plan.parquet"), "rb") as fh:
+                pq.read_metadata(fh)
+    except (ValueError, KeyError, TypeError, OSError, pa.ArrowException):
+        return None
+    return manifest
 
 
 def _latest_per_release(records: list[RunRecord]) -> list[RunRecord]:

@@ -8,10 +8,12 @@ publishes the rows **in rank order** with row groups of 2^14 rows and statistics
 that later runs detect the order and read only the row groups that hold the planned ranks.
 
 Two paths, one result. When the input files are small enough to hold in memory
-(``memory_limit`` bytes on storage), they are read, deduplicated and sorted here with
-:func:`prdist.ranking.rank_order`. Otherwise each file is read and checked in its own Dask task,
+(``memory_limit`` bytes, decompressed: a compressed file is counted by streaming it once, and one
+that decompresses beyond :data:`DECOMPRESSED_LIMIT` is refused before anything is parsed), they
+are read, deduplicated and sorted here with :func:`prdist.ranking.rank_order`. Otherwise each file is read and checked in its own Dask task,
 rows are shuffled by key and deduplicated per partition with the same kernel, staged unsorted, and
-sorted by :func:`prdist.dataflow.ranked.write_ranked_copy`; the staging directory is removed. Both
+sorted by :func:`prdist.dataflow.ranked.write_ranked_copy`; the staging directory is removed (and
+one that a killed ingest left is removed by a later one: :func:`prdist.dataflow.storage.remove_dead_staging`). Both
 give the same rows in the same order (among duplicates of equal score, the in-memory path keeps
 the first read, the Dask path any one). Either way the output appears whole or not at all (the
 publication of :func:`prdist.dataflow.storage.dataset_publication`, commit marker written last:
@@ -28,7 +30,6 @@ import csv
 import json
 import os
 import posixpath
-import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,9 +42,9 @@ from ..errors import DataError, InputError, ParameterError
 from ..ranking import rank_order
 from ..redaction import display_url
 from .parquet import open_resource
-from .storage import dataset_publication, filesystem, publish, resolve, storage_errors
+from .storage import dataset_publication, filesystem, publish, remove_dead_staging, resolve, staging_path, storage_errors
 
-__all__ = ["FORMATS", "INGEST_MARKER", "IngestResult", "IngestSpec", "ingest", "read_rows"]
+__all__ = ["DECOMPRESSED_LIMIT", "FORMATS", "INGEST_MARKER", "IngestResult", "IngestSpec", "ingest", "read_rows"]
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
 INGEST_MARKER = "_prdist_ingest.json"
@@ -52,6 +53,10 @@ KEY_SEPARATOR = "|"
 # Input bytes sorted in memory; beyond, a Dask sort. Text keys cost far more in memory than on
 # disk: a 29 MB CSV of 10^6 rows with a two-column key peaked at 650 MB (measured, load 5).
 MEMORY_LIMIT = 128 << 20
+#: The most bytes one compressed input file may decompress to. Each file is read whole, in
+#: memory, so a file that decompresses beyond it (a gzip bomb: a few MB that hold many GB) is
+#: refused before any row is parsed; ``ingest(..., decompressed_limit=)`` moves it.
+DECOMPRESSED_LIMIT = 1 << 30
 _SHOWN_LINES = 5
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
                ".parquet": "parquet", ".pq": "parquet"}
@@ -259,7 +264,28 @@ def _check_schemas(frames: list[pd.DataFrame], sources: list[str]) -> None:
 # --------------------------------------------------------------------------------------------
 # The entry point
 # --------------------------------------------------------------------------------------------
-def ingest(sources, out: str, spec: IngestSpec, *, storage_options=None, client=None, memory_limit: int = MEMORY_LIMIT) -> IngestResult:
+def _input_size(url: str, storage_options, limit: int) -> int:
+    """The bytes ``url`` holds as read: its size, or for a compressed file its decompressed size,
+    counted by streaming it once (stopping past ``limit``: refused, before anything is parsed)."""
+    fs, path = filesystem(url, storage_options)
+    with storage_errors(url, action="read"):
+        stored = int(fs.size(path))
+        if not url.lower().endswith(_COMPRESSION):
+            return stored
+        total = 0
+        with fs.open(path, "rb", compression="infer") as fh:
+            while chunk := fh.read(1 << 20):
+                total += len(chunk)
+                if total > limit:
+                    raise DataError(
+                        f"{display_url(url)} decompresses to more than {limit:,} bytes (it holds {stored:,} compressed), the "
+                        "most one input file may hold: each file is read whole, in memory. Split the data into smaller files "
+                        "(e.g. 'zcat FILE | split -C 500M - part-') and ingest those.")
+    return total
+
+
+def ingest(sources, out: str, spec: IngestSpec, *, storage_options=None, client=None, memory_limit: int = MEMORY_LIMIT,
+           decompressed_limit: int = DECOMPRESSED_LIMIT) -> IngestResult:
     """Write the rows of ``sources`` as a ranked resource at ``out``.
 
     Parameters
@@ -275,7 +301,10 @@ def ingest(sources, out: str, spec: IngestSpec, *, storage_options=None, client=
     client : distributed.Client, optional
         Cluster for inputs above ``memory_limit``; default Dask's local scheduler.
     memory_limit : int
-        Inputs of at most this many bytes (on storage) are sorted in memory.
+        Inputs of at most this many bytes (decompressed) are sorted in memory.
+    decompressed_limit : int
+        The most bytes one compressed file may decompress to (:data:`DECOMPRESSED_LIMIT`); a file
+        beyond it is refused before anything is parsed.
 
     Returns
     -------
@@ -300,11 +329,7 @@ def ingest(sources, out: str, spec: IngestSpec, *, storage_options=None, client=
         raise ParameterError(f"The 'spec' parameter of ingest must be an IngestSpec. Got {type(spec).__name__} instead.")
     for source in sources:
         file_format(source, spec)  # before any read: a name without a format fails at once
-    size = 0
-    for source in sources:
-        fs, path = filesystem(source, storage_options)
-        with storage_errors(source, action="read"):
-            size += int(fs.size(path))
+    size = sum(_input_size(source, storage_options, decompressed_limit) for source in sources)
     if size <= memory_limit:
         return _ingest_in_memory(sources, out, spec, storage_options)
     return _ingest_with_dask(sources, out, spec, storage_options, client)
@@ -354,7 +379,9 @@ def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResu
     frame = dd.from_delayed(parts, meta=meta, verify_meta=True)
     unique = frame.shuffle(on="key").map_partitions(keep_highest, meta=meta)
     location = resolve(out, storage_options=storage_options)
-    staging = location.fs.unstrip_protocol(posixpath.join(posixpath.dirname(location.path.rstrip("/")), f".{posixpath.basename(location.path.rstrip('/'))}.{uuid.uuid4().hex}.prdist-ingest"))
+    if location.is_local:
+        remove_dead_staging(posixpath.dirname(location.path.rstrip("/")))
+    staging = location.fs.unstrip_protocol(staging_path(location.path, "ingest"))
     try:
         write = unique.to_parquet(staging, storage_options=storage_options or None, write_index=False, compute=False)
         counted = frame.map_partitions(len).sum()

@@ -17,6 +17,7 @@ disagree are counted, so that disagreement is visible, never silent.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -317,7 +318,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
     target = resolve(out, storage_options=storage_options)
     check_regular_file(target.fs, target.path, where=target, role="annotation file")  # replaced only if a file
     if fmt == "label-studio":
-        items = task.drop(columns=["label"], errors="ignore")
+        items = task.drop(columns=["label"], errors="ignore").rename(columns=xml_text)
         tasks = [{"data": row} for row in json.loads(items.to_json(orient="records", force_ascii=False))]
         payload = json.dumps(tasks, ensure_ascii=False, indent=1).encode("utf-8")
         config = label_studio_config(list(items.columns)).encode("utf-8")
@@ -351,6 +352,23 @@ def _biasing_columns(fs, manifest_path: str, run_dir: str) -> list[str]:
     return [*_SCORE_COLUMNS, "systems", "draws", *(f"score_{name}" for name in names)]
 
 
+#: What XML 1.0 cannot hold, even escaped: C0 controls but tab, line feed and carriage return;
+#: lone surrogates; U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text) -> str:
+    """``text`` with every character XML cannot hold replaced by U+FFFD (the replacement character).
+
+    Label Studio's config names the item columns, so a column name from outside must make
+    well-formed XML; the tasks' keys are renamed the same way so that ``$column`` still finds them.
+
+    >>> xml_text("note\x01s")
+    'note\ufffds'
+    """
+    return _NOT_XML.sub("\ufffd", str(text))
+
+
 def label_studio_config(columns) -> str:
     """A Label Studio labeling config showing every item column and asking for one verdict.
 
@@ -369,7 +387,8 @@ def label_studio_config(columns) -> str:
 
     lines = ["<View>"]
     for i, column in enumerate(columns):
-        lines += [f"  <Header value={quoteattr(str(column))}/>", f"  <Text name=\"field_{i}\" value={quoteattr('$' + str(column))}/>"]
+        column = xml_text(column)
+        lines += [f"  <Header value={quoteattr(column)}/>", f"  <Text name=\"field_{i}\" value={quoteattr('$' + column)}/>"]
     lines.append('  <Header value="Is this item correct? (Skip the task if nobody could judge it.)"/>')
     lines.append('  <Choices name="verdict" toName="field_0" choice="single" showInline="true" required="true">')
     lines += [f"    <Choice value={quoteattr(c)}/>" for c in CHOICES]

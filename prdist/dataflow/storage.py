@@ -28,8 +28,11 @@ import errno
 import json
 import os
 import posixpath
+import re
+import shutil
 import stat
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -634,6 +637,52 @@ def publish(location: Location, write: Callable, *, exclusive: bool) -> None:
             _publish_other(location, write, exclusive=exclusive)
 
 
+#: A staging directory's name: hidden, beside its output, naming the host and process that own it.
+_STAGING = re.compile(r"\.(?P<name>.+)\.(?P<host>[A-Za-z0-9_]+)\.(?P<pid>\d+)\.[0-9a-f]{32}\.prdist-(staging|ingest)")
+#: A staging directory older than this whose process is gone is removed (see remove_dead_staging).
+STALE_SECONDS = 3600
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", os.uname().nodename) or "host"
+
+
+def staging_path(path: str, kind: str) -> str:
+    """A hidden sibling of ``path`` to stage a dataset in (``kind``: "staging" or "ingest"); its
+    name says which host and process own it, so that :func:`remove_dead_staging` can tell a dead one."""
+    parent, name = posixpath.split(path.rstrip("/"))
+    return posixpath.join(parent, f".{name}.{_host()}.{os.getpid()}.{uuid.uuid4().hex}.prdist-{kind}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_dead_staging(directory: str) -> list[str]:
+    """Remove the staging directories that killed writers left in the local ``directory``; return them.
+
+    Only what is certainly dead goes: a directory named by :func:`staging_path` on this host,
+    whose process no longer runs, untouched for :data:`STALE_SECONDS`. Anything else (another
+    host's, a running writer's, a recent one) is left alone.
+    """
+    removed, now = [], time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            match = _STAGING.fullmatch(entry.name)
+            if (match is None or match["host"] != _host() or _alive(int(match["pid"])) or not entry.is_dir(follow_symlinks=False)
+                    or now - entry.stat(follow_symlinks=False).st_mtime < STALE_SECONDS):
+                continue
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
 @contextlib.contextmanager
 def dataset_publication(out: Location, names: list[str], marker: bytes | Callable[[], bytes], *, marker_name: str):
     """Yield the directory to write the files ``names`` into; publish them when the block succeeds.
@@ -656,8 +705,8 @@ def dataset_publication(out: Location, names: list[str], marker: bytes | Callabl
                 "the old dataset first."
             )
     if out.is_local:
-        parent, name = posixpath.split(root)
-        target = resolve(posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.prdist-staging"))
+        remove_dead_staging(posixpath.dirname(root))
+        target = resolve(staging_path(root, "staging"))
     else:
         target = out  # object stores have no directories (and makedirs would create a bucket)
     try:
@@ -794,3 +843,120 @@ def read_parquet(fh):
     import pyarrow.parquet as pq
 
     return pq.ParquetFile(fh, pre_buffer=True).read()  # read_table pre-buffers too: fewer requests
+
+
+# --------------------------------------------------------------------------------------------
+# Where an output may go
+
+#: Label-store files are named so (prdist.dataflow.labels.import_labels); any other Parquet file
+#: in a directory makes it a dataset: a resource, or a run's artifacts.
+LABEL_FILE = re.compile(r"labels-[^/]*\.parquet")
+
+
+def _place_kind(fs, path: str, where, *, toward: str = "") -> tuple[str, str] | None:
+    """What the directory ``path`` is, if anything an output must not land in: (kind, evidence).
+
+    "committed run directory" (it holds manifest.json); "label store" (label files only) or
+    "Parquet dataset" (a resource: other Parquet files), each only when its files are Parquet
+    files (and hidden or ``_``-prefixed metadata) alone, so that a working directory holding a
+    Parquet file beside others is neither. ``toward`` (the entry below ``path`` that the output
+    is or lies in; empty for the output itself) does not count, and a directory above the output
+    is a Parquet dataset only when prdist wrote it (its ``_prdist`` marker): a loose Parquet file
+    beside a new output is not a resource. None for anything else, or no directory.
+    """
+    with storage_errors(where, action="open"):
+        try:
+            entries = fs.ls(path, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+    files = [posixpath.basename(e["name"].rstrip("/")) for e in entries if e.get("type") != "directory"]
+    if [e["name"].rstrip("/") for e in entries] == [path] and files:  # a file lists as itself: no directory
+        return None
+    if "manifest.json" in files:
+        return "committed run directory", "it holds manifest.json"
+    files = [name for name in files if name != toward and not name.startswith((".", "_"))]
+    parquet = sorted(name for name in files if name.endswith(".parquet"))
+    if not parquet or len(parquet) < len(files):
+        return None
+    others = [name for name in parquet if not LABEL_FILE.fullmatch(name)]
+    if not others:
+        return "label store", f"it holds {parquet[0]}"
+    marked = any(posixpath.basename(e["name"]).startswith("_prdist") for e in entries)
+    return ("Parquet dataset", f"it holds {others[0]}") if marked or not toward else None
+
+
+def _check_store_holds_labels_only(store: Location) -> None:
+    with storage_errors(store.url, action="open"):
+        try:
+            found = store.fs.find(store.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+    others = sorted(f for f in found if f.endswith(".parquet") and not LABEL_FILE.fullmatch(posixpath.basename(f)))
+    if others:
+        raise OutputConflict(f"--store {store.url} holds Parquet files that are not label files, e.g. "
+                             f"{redact_url(store.fs.unstrip_protocol(others[0]))}: it is a resource or a runs root, not a "
+                             "label store. Name a directory of its own for the store, e.g. 'labels'.")
+
+
+#: Why an output must not land in each kind of place, and what to do instead.
+_PLACE_REASONS = {
+    "committed run directory": "a committed run is never changed",
+    "Parquet dataset": "a resource must not change under its runs",
+    "label store": "every Parquet file in a store is read as labels",
+}
+
+
+class OutputConflict(InputError):
+    """An output that would land on an input or a committed run (:func:`check_output_place`)."""
+
+
+def check_output_place(url, *, option: str, storage_options=None, inputs=(),
+                       store: bool = False) -> None:
+    """Refuse an output that would land on an input or on a committed run: one guard for every writer.
+
+    ``url`` is where a command writes (a file, a root of run directories, or the label store:
+    ``store=True``); ``option`` names it as the user wrote it; ``inputs`` are (option, URL) pairs of what
+    the command reads. Refused (:class:`OutputConflict`, before anything
+    is written):
+
+    - ``url`` equal to or inside one of ``inputs``;
+    - with ``store``, a directory that holds Parquet files other than label files, at any depth
+      (the store reads every Parquet file below it);
+    - ``url`` equal to or inside a committed run directory (one that holds ``manifest.json``) or
+      a label store (unless ``store``: the store itself); equal to a Parquet dataset (a resource),
+      or inside one that prdist wrote (``ingest``, ``synth``: its ``_prdist`` marker).
+
+    Every directory from ``url`` up to its filesystem's root is listed once (a few listings).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> open(os.path.join(run, "manifest.json"), "w").close()
+    >>> try:
+    ...     check_output_place(os.path.join(run, "task.csv"), option="--out")
+    ... except OutputConflict as exc:
+    ...     print(str(exc).split(" (")[0].replace(run, "RUN"))
+    --out file://RUN/task.csv is inside the committed run directory file://RUN
+    """
+    target = resolve(url, storage_options=storage_options)
+    path, toward = target.path.rstrip("/") or "/", ""
+    while True:
+        found = _place_kind(target.fs, path, target.url, toward=toward)
+        if found is not None and not (store and path == target.path.rstrip("/") and found[0] == "label store"):
+            kind, evidence = found
+            place = "is" if path == target.path.rstrip("/") else "is inside"
+            raise OutputConflict(f"{option} {target.url} {place} the {kind} {redact_url(target.fs.unstrip_protocol(path))} "
+                                 f"({evidence}): {_PLACE_REASONS[kind]}. Choose a place outside it.")
+        parent = posixpath.dirname(path)
+        if not parent or parent == path:
+            break
+        path, toward = parent, posixpath.basename(path)
+    if store:
+        _check_store_holds_labels_only(target)
+    for name, other in inputs:
+        source = resolve(other, storage_options=storage_options)
+        a, b = target.path.rstrip("/"), source.path.rstrip("/")
+        if source.protocol == target.protocol and (a == b or a.startswith(b + "/")):
+            raise OutputConflict(f"{option} {target.url} would write over {name} {source.url}, which this command reads. "
+                                 f"Give {option} a place of its own.")
