@@ -198,7 +198,7 @@ def test_bands_items_of_equal_score_are_interchangeable(arm):
 def test_bands_worst_case_beyond_the_limit_is_not_computed_and_says_so(arm):
     scores, labels = arm
     never = np.zeros(scores.size, bool)
-    never[:12] = True  # 4,096 assignments x 40 replicates > 2^17
+    never[:12] = True  # 4,096 assignments x 40 replicates > 2^15
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BootstrapWarning)
         got = arm_bands(scores, labels, never, replicates=40, seed=2)

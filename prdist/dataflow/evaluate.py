@@ -243,8 +243,9 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
 
 #: The bands over every assignment of the arm items nobody can judge are computed while the
 #: assignments times the replicates stay within this many bootstrap replicates (at B = 1000, up to
-#: 7 such items with distinct scores: 128 bootstraps, some 4 s at an arm of 2,000 on one core).
-WORST_CASE_REPLICATES = 1 << 17
+#: 5 such items with distinct scores: 32 bootstraps, 1-2.5 s at an arm of 2,000 on the shared
+#: 2-core machine; 7 items took 10 s there).
+WORST_CASE_REPLICATES = 1 << 15
 
 
 def with_worst_case(bands: pd.DataFrame, scores: np.ndarray, labels: np.ndarray, never: np.ndarray, *, delta: float,
