@@ -940,7 +940,8 @@ def _bands_note(about: Mapping, has_worst: bool) -> str:
             text += f"; mean width {_num(widths[0], 3)} under the assumption, {_num(widths[1], 3)} over every assignment"
         text += "."
     elif about.get("worst_case_computed") is False:
-        text += (" Their worst case is not computed: their assignments times the replicates exceed the limit "
+        text += (" Their worst case (precision_worst_low / precision_worst_high in bands.parquet, empty) is not "
+                 "computed: their assignments times the replicates exceed the limit "
                  "(the manifest's bands.worst_case says by how much), and the bands with all of them incorrect "
                  "and all correct do not enclose the others, so no band here holds without the assumption.")
     return f'<p class="note">{_esc(text)}</p>'

@@ -583,4 +583,4 @@ def test_bands_show_the_worst_case_over_items_nobody_can_judge(run):
     about = dict(about, worst_case_computed=False, worst_mean_width=None)
     page = render_report(**dict(run, bands=empty, manifest=dict(run["manifest"], bands=about)))
     assert not [p for p in svg_by_id(page, "fig-bands").iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]
-    assert "Their worst case is not computed" in page and "no band here holds without the assumption" in page
+    assert "Their worst case (precision_worst_low / precision_worst_high in bands.parquet, empty) is not computed" in page and "no band here holds without the assumption" in page
