@@ -83,7 +83,7 @@ def test_compare_audit_case_item_drawn_only_by_the_five_draw_system(tmp_path):
     assert any("every assignment" in note for note in diagnostics["notes"])
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", [*range(12), 26, 39, 47])  # 26, 39, 47: the old all-0 / all-1 limits fail
 def test_compare_worst_case_equals_brute_force_over_every_assignment(tmp_path, seed):
     rng = np.random.default_rng(seed)
     kind = sorted(DISTRIBUTIONS)[seed % 2]
