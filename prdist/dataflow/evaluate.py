@@ -243,8 +243,8 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
 
 #: The bands over every assignment of the arm items nobody can judge are computed while the
 #: assignments times the replicates stay within this many bootstrap replicates (at B = 1000, up to
-#: 5 such items with distinct scores: 32 bootstraps, 1-2.5 s at an arm of 2,000 on the shared
-#: 2-core machine; 7 items took 10 s there).
+#: 5 such items with distinct scores: 32 bootstraps, 0.9 s at an arm of 2,000 on the shared 2-core
+#: machine at load 2, 2.7 s at load 4.4; 7 items took 10 s there).
 WORST_CASE_REPLICATES = 1 << 15
 
 
