@@ -593,7 +593,10 @@ def _add_compare(sub) -> None:
             "compare.parquet (precision with its confidence interval per system; recall with "
             "--exhaustive) into a run directory under --out and prints the directory on the last "
             "line. Exit 3 when drawn items lack labels: the run directory then holds the annotation "
-            "task (annotation_task.csv / .jsonl); import the labels and run again."
+            "task (annotation_task.csv / .jsonl); import the labels and run again. Drawn items nobody "
+            "can judge are left out (assumed missing at random); precision_worst_low / "
+            "precision_worst_high are the lowest and highest limits over every verdict they could have "
+            "(exact, or an outer bound where the printed note says so)."
         ),
     )
     add = parser.add_argument

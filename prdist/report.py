@@ -681,8 +681,8 @@ def _plot_indices(ranks: np.ndarray, prefix_end: int) -> np.ndarray:
 def _wrap(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` characters, broken at spaces (a longer word stays whole).
 
-    >>> _wrap("worst case (cannot judge: all 0 / all 1)", 20)
-    ['worst case (cannot', 'judge: all 0 / all 1)']
+    >>> _wrap("worst case over every verdict", 20)
+    ['worst case over', 'every verdict']
     """
     lines: list[str] = []
     for word in text.split():
@@ -902,7 +902,7 @@ def _section_bands(bands: pd.DataFrame, about: Mapping | None = None) -> str:
     plot.band(x, cols["band_lower"], cols["band_upper"], fill=_ORANGE_FILL, label="simultaneous band")
     plot.band(x, cols["pointwise_lower"], cols["pointwise_upper"], fill=_ORANGE, opacity=0.55, label="pointwise band")
     if worst is not None:
-        plot.line(x, shown[0], color=_ORANGE_DARK, width=1.2, dash="4 3", label="worst case (cannot judge: all 0 / all 1)")
+        plot.line(x, shown[0], color=_ORANGE_DARK, width=1.2, dash="4 3", label="worst case over every verdict of the items nobody can judge")
         plot.line(x, shown[1], color=_ORANGE_DARK, width=1.2, dash="4 3")
     plot.line(x, cols["precision"], color=_ORANGE_DARK, width=1.8, label="empirical PR curve")
     caption = (
@@ -915,11 +915,13 @@ def _section_bands(bands: pd.DataFrame, about: Mapping | None = None) -> str:
 
 
 def _worst_band(bands: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
-    """The worst-case columns of a bands table (items nobody can judge all 0 / all 1), if any."""
+    """The worst-case columns of a bands table (over every verdict of the items nobody can judge),
+    if any were computed."""
     if not {"precision_worst_low", "precision_worst_high"} <= set(bands.columns):
         return None
-    return tuple(pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64)
+    low, high = (pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64)
                  for c in ("precision_worst_low", "precision_worst_high"))
+    return (low, high) if np.isfinite(low).any() or np.isfinite(high).any() else None
 
 
 def _bands_note(about: Mapping, has_worst: bool) -> str:
@@ -929,14 +931,19 @@ def _bands_note(about: Mapping, has_worst: bool) -> str:
         return ""
     text = f"{_int(left_out)} arm items nobody can judge are left out, assuming they are missing at random."
     if has_worst:
-        text += (" Sensitivity (dashed): at each recall level, the lowest lower and the highest upper band "
-                 "with those items missing at random, all incorrect and all correct "
-                 "(precision_worst_low / precision_worst_high in bands.parquet); a truth mixing correct "
-                 "and incorrect ones can fall outside at some recall levels")
+        text += (" Worst case (dashed): at each recall level, the lowest lower and the highest upper simultaneous "
+                 "band over that band and the bands of every assignment of correct / incorrect to those items, "
+                 "each bootstrapped with the same seed (exact; precision_worst_low / precision_worst_high in "
+                 "bands.parquet)")
         widths = (about.get("band_mean_width"), about.get("worst_mean_width"))
         if all(_is_number(w) for w in widths):
-            text += f"; mean width {_num(widths[0], 3)} under the assumption, {_num(widths[1], 3)} over the three"
+            text += f"; mean width {_num(widths[0], 3)} under the assumption, {_num(widths[1], 3)} over every assignment"
         text += "."
+    elif about.get("worst_case_computed") is False:
+        text += (" Their worst case (precision_worst_low / precision_worst_high in bands.parquet, empty) is not "
+                 "computed: their assignments times the replicates exceed the limit "
+                 "(the manifest's bands.worst_case says by how much), and the bands with all of them incorrect "
+                 "and all correct do not enclose the others, so no band here holds without the assumption.")
     return f'<p class="note">{_esc(text)}</p>'
 
 

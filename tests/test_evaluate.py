@@ -232,21 +232,18 @@ def test_bands_give_the_worst_case_over_items_nobody_can_judge(truth):
     got = ev.bands(planned, items, labels_seen, params, settled=never)
     contract = ["recall", "precision", "band_lower", "band_upper", "pointwise_lower", "pointwise_upper"]
     assert list(got.columns[:6]) == contract and list(got.columns[-2:]) == ["precision_worst_low", "precision_worst_high"]
-    assert np.all(got["precision_worst_low"] <= got["band_lower"]) and np.all(got["precision_worst_high"] >= got["band_upper"])
 
-    # By hand: the bands with the arm's unjudged items left out, all incorrect, all correct (same seed).
+    # The bands are those with the arm's unjudged items left out (same seed).
     kept, s = ~never[arm], items["score"].to_numpy()[arm]
-    options = dict(delta=params.delta, replicates=params.replicates, seed=params.seed)
-    mar = bootstrap_bands(s[kept], full[arm][kept], **options)
-    zero, one = (bootstrap_bands(s, np.where(never[arm], fill, full[arm]), **options) for fill in (0.0, 1.0))
+    mar = bootstrap_bands(s[kept], full[arm][kept], delta=params.delta, replicates=params.replicates, seed=params.seed)
     for column in contract + ["normal_lower", "normal_upper"]:
         np.testing.assert_array_equal(got[column], mar[column])
-    np.testing.assert_array_equal(got["precision_worst_low"], np.minimum.reduce([mar["band_lower"], zero["band_lower"], one["band_lower"]]))
-    np.testing.assert_array_equal(got["precision_worst_high"], np.maximum.reduce([mar["band_upper"], zero["band_upper"], one["band_upper"]]))
-    # The imputations do move the bands: the worst case is wider than the missing-at-random band somewhere.
-    assert np.any(got["precision_worst_low"] < got["band_lower"]) and np.any(got["precision_worst_high"] > got["band_upper"])
+    # 2^40 assignments are too many to bootstrap each (tests/test_worst_case.py has the computed
+    # case): the worst case is not stated, and the attrs say why.
+    assert got["precision_worst_low"].isna().all() and got["precision_worst_high"].isna().all()
+    assert not got.attrs["worst_case_computed"] and "not computed" in got.attrs["worst_case"]
     assert got.attrs["cannot_judge_left_out"] == 40 and "missing at random" in got.attrs["assumption"]
-    assert got.attrs["worst_mean_width"] > got.attrs["band_mean_width"] > 0
+    assert got.attrs["worst_mean_width"] is None and got.attrs["band_mean_width"] > 0
     assert got.attrs["prevalence_if_incorrect"] < got.attrs["prevalence"] < got.attrs["prevalence_if_correct"]
 
     # Every arm item judged: no assumption, so no worst-case columns (the table is the bands alone).

@@ -574,7 +574,13 @@ def test_bands_show_the_worst_case_over_items_nobody_can_judge(run):
             assert float(span.get("x")) + 6.2 * len(span.text) <= right_edge, span.text
     labels = [" ".join(t.text for t in text.iter(SVG_NS + "tspan")) for text in figure.iter(SVG_NS + "text")]
     worst_label = [label for label in labels if label.startswith("worst case")]
-    assert len(worst_label) == 1 and worst_label[0].endswith("all 1)")
+    assert len(worst_label) == 1 and worst_label[0].endswith("nobody can judge")
     # Without the worst-case columns (no item left out): the band alone, no dashed limits, no note.
     plain = svg_by_id(render_report(**run), "fig-bands")
     assert not [p for p in plain.iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]
+    # Worst case not computed (too many assignments): empty columns, no dashed limits, and the note says so.
+    empty = bands.assign(precision_worst_low=np.nan, precision_worst_high=np.nan)
+    about = dict(about, worst_case_computed=False, worst_mean_width=None)
+    page = render_report(**dict(run, bands=empty, manifest=dict(run["manifest"], bands=about)))
+    assert not [p for p in svg_by_id(page, "fig-bands").iter(SVG_NS + "polyline") if p.get("stroke-dasharray")]
+    assert "Their worst case (precision_worst_low / precision_worst_high in bands.parquet, empty) is not computed" in page and "no band here holds without the assumption" in page
