@@ -168,8 +168,10 @@ def test_one_computation_per_release_and_labels_that_reach_every_release_they_to
                 _poll(relabeled, timeout=RUN_TIMEOUT, interval=2.0, what="r1 evaluated again with its labels")
             except AssertionError as exc:
                 raise AssertionError(f"{exc}\nworker log:\n{_tail(tmp_path / 'worker.log', 80)}") from None
-            # The on-labels run of the pointer is named after the release it names.
-            assert [r["name"].rsplit(" @ ", 1)[1] for r in _flow_runs(api) if r["parameters"].get("resource") == pointer] == ["r2"]
+            # The on-labels run of the pointer is named after the release it names. (The nightly's
+            # auto-scheduled runs of the pointer have not started: Prefect names a run when it starts.)
+            started = [r for r in _flow_runs(api) if r["parameters"].get("resource") == pointer and not r.get("auto_scheduled")]
+            assert [r["name"].rsplit(" @ ", 1)[1] for r in started] == ["r2"]
         finally:
             _stop(worker)
 
