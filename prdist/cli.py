@@ -853,8 +853,8 @@ def _add_ingest(sub) -> None:
         description=(
             "Read CSV, TSV, JSONL or Parquet files and write a resource that 'prdist run' reads: "
             "columns key (several --key columns joined with '|') and score (float64) plus the "
-            "other columns, one row per key (the highest score wins; the count of dropped "
-            "duplicates is reported), rows in rank order in row groups of 16,384 with score "
+            "other columns, one row per key (a key held by several rows is refused with their "
+            "count, unless --duplicates keep-highest), rows in rank order in row groups of 16,384 with score "
             "statistics. Bad rows are refused with their line numbers (exit 2). Prints the "
             "resource's URL on the last line."
         ),
@@ -866,6 +866,8 @@ def _add_ingest(sub) -> None:
     add("--key", required=True, action="append", dest="keys", metavar="COL", help="key column; repeat for a composite key")
     add("--format", choices=("csv", "tsv", "jsonl", "parquet"), default=None, help="input format (default: from each file's extension)")
     add("--columns", default=None, metavar="NAMES", help="comma-separated column names of CSV/TSV files without a header row")
+    add("--duplicates", choices=("refuse", "keep-highest"), default="refuse",
+        help="a key held by several rows: refuse the input (default), or keep the row with the highest score (the count dropped is reported)")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler for inputs too large to sort in memory")
     _add_storage_options(add, "for the inputs and --out")
     parser.set_defaults(handler=_cmd_ingest)
@@ -876,7 +878,7 @@ def _cmd_ingest(args) -> int:
 
     options = _storage_options(args)
     columns = None if args.columns is None else tuple(c.strip() for c in args.columns.split(","))
-    spec = IngestSpec(score=args.score, keys=tuple(args.keys), format=args.format, columns=columns)
+    spec = IngestSpec(score=args.score, keys=tuple(args.keys), format=args.format, columns=columns, duplicates=args.duplicates)
     if args.scheduler is None:  # small inputs are sorted in memory; large ones on Dask's local scheduler
         result = ingest(args.sources, args.out, spec, storage_options=options)
     else:
@@ -884,7 +886,9 @@ def _cmd_ingest(args) -> int:
 
         with dask_client(args.scheduler) as client:
             result = ingest(args.sources, args.out, spec, storage_options=options, client=client)
-    print(f"prdist ingest: {result.rows:,} items from {result.sources} file(s); {result.duplicates:,} duplicate row(s) dropped (highest score kept)", file=sys.stderr)
+    kept = (f"{result.duplicates:,} duplicate row(s) dropped (--duplicates keep-highest: the highest score of each key kept)"
+            if args.duplicates == "keep-highest" else "every key unique")
+    print(f"prdist ingest: {result.rows:,} items from {result.sources} file(s); {kept}", file=sys.stderr)
     print(result.url)
     return EXIT_OK
 

@@ -81,10 +81,11 @@ def json_document(text: str, origin: str):
 def json_lines(text: str, origin: str, *, first_line: int = 1) -> list[tuple[int, dict]]:
     """Parse JSON Lines into ``(line number, object)`` pairs; blank lines are skipped.
 
-    Every line must hold one JSON object; anything else is refused at its line.
+    Every line must hold one JSON object; anything else is refused at its line. Lines end at
+    ``\n`` (a ``\r`` before it is whitespace to JSON), so a U+2028 inside a string stays there.
     """
     records = []
-    for number, line in enumerate(text.splitlines(), start=first_line):
+    for number, line in enumerate(text.split("\n"), start=first_line):  # not splitlines: U+2028 may sit in a string
         if not line.strip():
             continue
         try:
@@ -98,11 +99,14 @@ def json_lines(text: str, origin: str, *, first_line: int = 1) -> list[tuple[int
 
 
 @contextmanager
-def gate(origin: str, fix: str = "check that the file is what its format option says"):
+def gate(origin: str, fix: str = "check that the file is what its format option says", *,
+         passing: tuple[type[BaseException], ...] = ()):
     """Turn any unexpected exception raised while parsing ``origin`` into one refusal.
 
     Errors prdist raises on purpose pass unchanged (they already name the problem and the fix);
-    ``MemoryError`` and ``KeyboardInterrupt`` pass too (they are not about the input's shape).
+    ``MemoryError`` and ``KeyboardInterrupt`` pass too (they are not about the input's shape), and
+    so do the exception types in ``passing`` (``OSError`` for a parser reading from storage, whose
+    own layer translates or retries them).
 
     >>> with gate("export.json"):
     ...     {"annotations": "none"}["annotations"].get("result")
@@ -112,7 +116,7 @@ def gate(origin: str, fix: str = "check that the file is what its format option 
     """
     try:
         yield
-    except (PrdistError, MemoryError):
+    except (PrdistError, MemoryError, *passing):
         raise
     except RecursionError:
         raise refusal(origin, None, "records nested too deeply to read", fix) from None

@@ -51,7 +51,7 @@ def test_composite_keys_duplicates_rank_order_and_row_groups(tmp_path):
     frame = _kb(40_000)
     frame.to_csv(tmp_path / "kb.csv", index=False)
     out = tmp_path / "kb"
-    result = ingest([tmp_path / "kb.csv"], str(out), IngestSpec(score="conf", keys=("subject", "object")))
+    result = ingest([tmp_path / "kb.csv"], str(out), IngestSpec(score="conf", keys=("subject", "object"), duplicates="keep-highest"))
     expected = _expected(frame)
     written = _read(out)
     assert (result.rows, result.duplicates) == (len(expected), 20)
@@ -63,7 +63,41 @@ def test_composite_keys_duplicates_rank_order_and_row_groups(tmp_path):
     assert meta.row_group(0).column(1).statistics.has_min_max
     resource = open_resource(str(out))
     assert resource.n == len(expected) and resource.is_sorted_claim()
-    assert json.loads((out / INGEST_MARKER).read_text())["duplicates_dropped"] == 20
+    marker = json.loads((out / INGEST_MARKER).read_text())
+    assert (marker["duplicates"], marker["duplicates_dropped"]) == ("keep-highest", 20)
+
+
+@pytest.mark.parametrize("memory_limit", [None, 0], ids=["in memory", "dask"])
+def test_a_key_that_is_not_unique_is_refused_with_its_count_an_example_and_the_fix(tmp_path, memory_limit):
+    frame = _kb(3000, seed=1)
+    halves = [frame.iloc[:1600], frame.iloc[1600:]]  # duplicates fall in both files
+    for i, half in enumerate(halves):
+        half.to_csv(tmp_path / f"kb-{i}.csv", index=False)
+    sources = [tmp_path / "kb-0.csv", tmp_path / "kb-1.csv"]
+    limit = {} if memory_limit is None else {"memory_limit": memory_limit}
+    with pytest.raises(DataError) as info:
+        ingest(sources, str(tmp_path / "kb"), IngestSpec(score="conf", keys=("subject", "object")), **limit)
+    message = str(info.value)
+    example = message.split("e.g. '")[1].split("'")[0]
+    assert "the key is not unique: 20 key(s) are held by more than one row (20 row(s) beyond one per key)" in message
+    assert (frame["subject"] + "|" + frame["object"]).value_counts()[example] == 2
+    assert "add --key columns" in message and "--duplicates keep-highest" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb-0.csv", "kb-1.csv"]  # nothing written, no staging left
+
+
+def test_the_cli_refuses_a_key_that_is_not_unique_and_keeps_the_highest_on_request(tmp_path):
+    from test_bad_input import assert_refused
+
+    (tmp_path / "kb.csv").write_text("s,o,conf\nParis,France,0.9\nRome,Italy,0.7\nParis,France,0.4\nParis,Spain,0.3\n")
+    argv = ["ingest", str(tmp_path / "kb.csv"), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "s"]
+    assert_refused(argv, says=["1 key(s) are held by more than one row (2 row(s) beyond one per key), e.g. 'Paris'",
+                               "add --key columns"], watched=[tmp_path])
+    code, out, err = cli(*argv, "--key", "o")
+    assert code == 2 and "1 key(s)" in err and "'Paris|France'" in err
+    code, out, err = cli(*argv, "--key", "o", "--duplicates", "keep-highest")
+    assert code == 0 and err.strip() == ("prdist ingest: 3 items from 1 file(s); 1 duplicate row(s) dropped "
+                                         "(--duplicates keep-highest: the highest score of each key kept)")
+    assert _read(tmp_path / "kb")["score"].tolist() == [0.9, 0.7, 0.3]
 
 
 def test_the_dask_path_equals_the_in_memory_path(tmp_path):
@@ -73,7 +107,7 @@ def test_the_dask_path_equals_the_in_memory_path(tmp_path):
     for i, half in enumerate(halves):
         half.to_csv(tmp_path / f"kb-{i}.csv.gz", index=False, compression="gzip")
         sources.append(tmp_path / f"kb-{i}.csv.gz")
-    spec = IngestSpec(score="conf", keys=("subject", "object"))
+    spec = IngestSpec(score="conf", keys=("subject", "object"), duplicates="keep-highest")
     memory = ingest(sources, str(tmp_path / "memory"), spec)
     dask = ingest(sources, str(tmp_path / "dask"), spec, memory_limit=0)
     assert (dask.rows, dask.duplicates) == (memory.rows, memory.duplicates) == (3000, 20)
@@ -97,8 +131,8 @@ def test_jsonl_and_parquet_inputs_keep_integer_keys(tmp_path):
     [
         ("k,score\na,0.5\nb,high\nc,\n,0.1\nd,inf\n", "4 bad row(s) (a missing key or a score that is not a finite number) at line(s) 3, 4, 5, 6"),
         ("k,score\na,0.5\n\nb,0.2\n", "1 bad row(s)"),
-        ("name,score\na,0.5\n", "has no column 'k'"),
-        ("k,score,key\na,0.5,x\n", "has a column 'key' that is not the key"),
+        ("name,score\na,0.5\n", ": no column 'k'"),
+        ("k,score,key\na,0.5,x\n", ": a column 'key' that is not the key"),
         ("k,score\na,0.5,7\n", "Expected 2 fields in line 2, saw 3"),
         ("k,k\na,0.5\n", "name every column once"),
     ],
@@ -132,7 +166,7 @@ def test_cli_ingests_reverb_and_run_evaluates_727_items(tmp_path):
                          "--key", "arg1", "--key", "relation", "--key", "arg2", "--format", "tsv", "--columns", REVERB_COLUMNS)
     assert code == 0, err
     assert out.splitlines()[-1] == resource
-    assert err.strip() == "prdist ingest: 727 items from 1 file(s); 0 duplicate row(s) dropped (highest score kept)"
+    assert err.strip() == "prdist ingest: 727 items from 1 file(s); every key unique"
     code, out, err = cli("run", "--resource", resource, "--out", str(tmp_path / "runs"))
     assert code == 3, err  # no labels yet: a complete run awaiting every planned label
     manifest = json.loads((Path(out.splitlines()[-1]) / "manifest.json").read_text())
@@ -161,7 +195,7 @@ def test_inputs_and_output_on_s3_in_memory_and_on_a_cluster(tmp_path, s3_server,
         with fs.open(url, "wb") as fh:
             fh.write(gzip.compress(part.to_csv(index=False).encode()))
         sources.append(url)
-    spec = IngestSpec(score="conf", keys=("subject", "object"))
+    spec = IngestSpec(score="conf", keys=("subject", "object"), duplicates="keep-highest")
     options = s3_server.storage_options
     memory = ingest(sources, f"{s3_url}/memory", spec, storage_options=options)
     cluster = ingest(sources, f"{s3_url}/cluster", spec, storage_options=options, client=dask_client, memory_limit=0)

@@ -2,8 +2,9 @@
 
 A resource is a Parquet dataset with a unique text or integer ``key`` and a finite float64
 ``score`` (:mod:`prdist.dataflow.parquet`). :func:`ingest` reads the input files, builds the key
-(several key columns are joined with ``|``), keeps one row per key (the one with the highest
-score; the count of dropped rows is reported), refuses bad rows with their line numbers, and
+(several key columns are joined with ``|``), refuses a key that is not unique (the count, an
+example and the fix; ``duplicates="keep-highest"`` keeps the row with the highest score of each
+key instead, and reports the count dropped), refuses bad rows with their line numbers, and
 publishes the rows **in rank order** with row groups of 2^14 rows and statistics on the score, so
 that later runs detect the order and read only the row groups that hold the planned ranks.
 
@@ -19,17 +20,31 @@ the first read, the Dask path any one). Either way the output appears whole or n
 publication of :func:`prdist.dataflow.storage.dataset_publication`, commit marker written last:
 :data:`INGEST_MARKER`, or the ranked copy's on the Dask path).
 
-Each file is read whole by one task, so one input file must fit in a worker's memory; split very
-large dumps into several files.
+Each file is read whole, by this process or by one Dask task, so one input file must fit in memory
+(a CSV's parsed frame takes several times its size on disk: a 400 MB CSV peaked at 3.4 GB); split
+very large dumps into several files.
+
+Every input passes through :mod:`prdist.input_gate`: a shape this reader does not know (a JSON line
+nested too deeply, a column holding numbers on one line and text on another, a key that is a
+boolean, a number with a fraction, a list or an object, an integer beyond int64, true/false as a
+score, a key typed as a number in one file and as text in another, a zip archive of several
+files) is refused naming the file, the line and the fix; any other exception of a parser becomes
+one refusal naming the file. Line numbers are lines of the file, also when a quoted CSV cell holds
+line breaks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import gzip
 import json
+import lzma
 import os
 import posixpath
+import zipfile
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,14 +54,19 @@ import pyarrow.parquet as pq
 
 from .._validation import check_choice
 from ..errors import DataError, InputError, ParameterError
+from ..input_gate import gate, json_lines, refusal
 from ..ranking import rank_order
-from ..redaction import display_url
+from ..redaction import display_url, terminal_text
 from .parquet import open_resource
 from .storage import dataset_publication, filesystem, publish, remove_dead_staging, resolve, staging_path, storage_errors
 
-__all__ = ["DECOMPRESSED_LIMIT", "FORMATS", "INGEST_MARKER", "IngestResult", "IngestSpec", "ingest", "read_rows"]
+__all__ = ["DECOMPRESSED_LIMIT", "DUPLICATE_POLICIES", "FORMATS", "INGEST_MARKER", "IngestResult", "IngestSpec", "ingest", "read_rows"]
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
+#: What to do with a key that more than one row holds: refuse the input (the default: a key that
+#: is not unique usually means too few ``--key`` columns), or keep the row with the highest score.
+DUPLICATE_POLICIES = ("refuse", "keep-highest")
+INT64_MAX = (1 << 63) - 1
 INGEST_MARKER = "_prdist_ingest.json"
 ROW_GROUP_ROWS = 1 << 14
 KEY_SEPARATOR = "|"
@@ -78,12 +98,16 @@ class IngestSpec:
         compressed, e.g. ``.csv.gz``).
     columns : tuple of str or None
         Names of the columns of CSV/TSV files that have no header row, in file order.
+    duplicates : {"refuse", "keep-highest"}
+        A key held by several rows: refused with the count and an example (default), or the row
+        with the highest score kept (the count of rows dropped is reported).
     """
 
     score: str
     keys: tuple[str, ...]
     format: str | None = None
     columns: tuple[str, ...] | None = None
+    duplicates: str = "refuse"
 
     def __post_init__(self):
         owner = "ingest"
@@ -91,6 +115,7 @@ class IngestSpec:
             raise ParameterError("ingest needs at least one key column (--key COL).")
         if self.format is not None:
             check_choice(self.format, name="format", owner=owner, choices=FORMATS)
+        check_choice(self.duplicates, name="duplicates", owner=owner, choices=DUPLICATE_POLICIES)
         if self.columns is not None:
             if len(set(self.columns)) != len(self.columns) or not all(self.columns):
                 raise ParameterError(f"--columns must name every column once; got {','.join(self.columns)!r}.")
@@ -126,8 +151,31 @@ def file_format(url: str, spec: IngestSpec) -> str:
     return fmt
 
 
-def _read_text_table(fh, fmt: str, spec: IngestSpec) -> pd.DataFrame:
-    """CSV/TSV as text columns indexed by line number; every line kept (blank ones become bad
+#: Maps the record numbers of one file (its frame's index) to the lines they start on.
+Lines = Callable[[np.ndarray], np.ndarray]
+#: What a damaged compressed file raises while it is decompressed.
+_DAMAGED = (EOFError, zlib.error, gzip.BadGzipFile, zipfile.BadZipFile, lzma.LZMAError)
+_READ_FIX = "check that the file is what its name or --format says"
+
+
+@contextlib.contextmanager
+def _reading(url: str):
+    """Every read of an input file: storage errors translated, a damaged compressed file or any
+    shape the parsers do not know refused naming the file (through :func:`prdist.input_gate.gate`)."""
+    where = display_url(url)
+    with storage_errors(url, action="read"), gate(where, _READ_FIX, passing=(OSError,)):
+        try:
+            yield where
+        except _DAMAGED as exc:
+            raise refusal(where, None, f"a damaged or truncated compressed file ({type(exc).__name__}: {exc})",
+                          "copy or compress it again") from None
+        except UnicodeDecodeError as exc:
+            raise refusal(where, f"byte {exc.start}", f"not UTF-8 text ({exc.reason})",
+                          "convert it to UTF-8, or give --format parquet") from None
+
+
+def _read_text_table(fh, fmt: str, spec: IngestSpec, where: str) -> pd.DataFrame:
+    """CSV/TSV as text columns indexed by record number; every record kept (blank ones become bad
     rows). The first line fixes the number of fields, so a longer line later is refused."""
     options = dict(sep="," if fmt == "csv" else "\t", dtype=str, keep_default_na=False, na_values=[""],
                    skip_blank_lines=False, header=None, index_col=False)
@@ -136,82 +184,170 @@ def _read_text_table(fh, fmt: str, spec: IngestSpec) -> pd.DataFrame:
     try:
         frame = pd.read_csv(fh, **options)
     except pd.errors.ParserError as exc:
-        raise DataError(f"{' '.join(str(exc).split())}; fix the row or name the right --format / --columns.") from None
+        raise refusal(where, None, " ".join(str(exc).split()), "fix the row or name the right --format / --columns") from None
     except pd.errors.EmptyDataError:
         return pd.DataFrame(columns=list(spec.columns or ()))
     frame.index = pd.RangeIndex(1, len(frame) + 1)
     if spec.columns is None:
         names, frame = frame.iloc[0].tolist(), frame.iloc[1:]
         if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
-            raise DataError(f"the header line must name every column once; got {names}. Fix it, or give --columns for a file without one.")
+            raise refusal(where, "line 1", f"the header line must name every column once; got {terminal_text(names)}",
+                          "fix it, or give --columns for a file without one")
     else:
         names = list(spec.columns)
         if frame.shape[1] != len(names):
-            raise DataError(f"line 1 has {frame.shape[1]} fields but --columns names {len(names)}; name every column.")
+            raise refusal(where, "line 1", f"{frame.shape[1]} fields but --columns names {len(names)}", "name every column")
     frame.columns = names
     return frame
 
 
-def _read_jsonl(fh) -> pd.DataFrame:
-    records, lines = [], []
-    for number, line in enumerate(fh, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"line {number} is not JSON ({exc.msg}); fix or drop it.") from None
-        if not isinstance(record, dict):
-            raise DataError(f"line {number} is not a JSON object; every line must hold one record.")
-        records.append(record)
-        lines.append(number)
-    frame = pd.DataFrame.from_records(records)
-    frame.index = pd.Index(lines)
+def _csv_lines(fs, path: str) -> Lines:
+    """The line each CSV record starts on, found by reading the file again only when a message
+    needs it (a quoted cell may hold line breaks, so record and line numbers differ)."""
+    def lines(records: np.ndarray) -> np.ndarray:
+        wanted = np.asarray(records, dtype=np.int64)
+        starts, line = {}, 1
+        if wanted.size:
+            with fs.open(path, "rt", compression="infer", encoding="utf-8", newline="") as fh:
+                reader = csv.reader(fh)
+                for number, _ in enumerate(reader, start=1):
+                    starts[number] = line
+                    if number >= wanted.max():
+                        break
+                    line = reader.line_num + 1
+        return np.array([starts.get(int(r), int(r)) for r in wanted], dtype=np.int64)
+    return lines
+
+
+def _same_lines(records: np.ndarray) -> np.ndarray:
+    return np.asarray(records, dtype=np.int64)
+
+
+def _read_jsonl(fh, where: str) -> pd.DataFrame:
+    numbered = json_lines(fh.read(), where)
+    frame = pd.DataFrame.from_records([record for _, record in numbered])
+    frame.index = pd.Index([number for number, _ in numbered], dtype=np.int64)
+    return frame
+
+
+def _read_parquet(fh, where: str) -> pd.DataFrame:
+    try:
+        table = pq.read_table(fh)
+    except pa.ArrowInvalid as exc:
+        raise refusal(where, None, f"not a readable Parquet file ({' '.join(str(exc).split())[:160]})",
+                      "write it again, or name its --format") from None
+    frame = table.to_pandas()
+    frame.index = pd.RangeIndex(1, len(frame) + 1)
     return frame
 
 
 def read_rows(url: str, spec: IngestSpec, storage_options=None) -> pd.DataFrame:
     """Read one input file as a frame with ``key`` (text or int64), ``score`` (float64) and the
-    other columns, each row indexed by its line number (Parquet: row number from 1).
+    other columns, each row indexed by its record number (Parquet: row number from 1); messages
+    name lines of the file.
 
     Raises
     ------
     DataError
-        Missing columns, or rows with a missing key or a score that is not a finite number (all
-        their line numbers, up to five shown, in one line).
+        Missing columns, values of a shape a resource cannot hold (see the module's docstring),
+        or rows with a missing key or a score that is not a finite number (all their line
+        numbers, up to five shown, in one line).
     """
     fmt = file_format(url, spec)
     fs, path = filesystem(url, storage_options)
-    where = display_url(url)
-    with storage_errors(url, action="read"):
-        try:
-            if fmt == "parquet":
-                with fs.open(path, "rb") as fh:
-                    frame = pq.read_table(fh).to_pandas()
-                frame.index = pd.RangeIndex(1, len(frame) + 1)
-            else:
-                with fs.open(path, "rt", compression="infer", encoding="utf-8", newline="" if fmt != "jsonl" else None) as fh:
-                    if fmt == "jsonl":
-                        frame = _read_jsonl(fh)
-                    else:
-                        frame = _read_text_table(fh, fmt, spec)
-        except DataError as exc:
-            raise DataError(f"{where}: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}); convert it or give --format parquet.") from None
-    return _keyed(frame, spec, where)
+    with _reading(url) as where:
+        if fmt == "parquet":
+            with fs.open(path, "rb") as fh:
+                frame = _read_parquet(fh, where)
+        else:
+            with fs.open(path, "rt", compression="infer", encoding="utf-8", newline="" if fmt != "jsonl" else None) as fh:
+                frame = _read_jsonl(fh, where) if fmt == "jsonl" else _read_text_table(fh, fmt, spec, where)
+        lines = _csv_lines(fs, path) if fmt == "csv" else _same_lines
+        if fmt == "jsonl":
+            _check_column_kinds(frame, where, lines)
+        return _keyed(frame, spec, where, lines)
 
 
-def _keyed(frame: pd.DataFrame, spec: IngestSpec, where: str) -> pd.DataFrame:
+def _shown(lines: np.ndarray) -> str:
+    return ", ".join(str(int(x)) for x in lines[:_SHOWN_LINES]) + (", ..." if lines.size > _SHOWN_LINES else "")
+
+
+def _value_kind(value) -> str:
+    """What one JSON value is, in a message's words."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true/false"
+    if isinstance(value, (int, np.integer)):
+        return "a whole number"
+    if isinstance(value, (float, np.floating)):
+        return "a number with a decimal point"
+    return {str: "text", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines) -> None:
+    """Refuse a JSON field holding values of two kinds (numbers and text, ...) and integers beyond
+    int64, naming the field and the lines: Arrow, and the key, can hold neither."""
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype != object:
+            continue
+        inferred = pd.api.types.infer_dtype(column, skipna=True)
+        if inferred in ("string", "floating", "boolean", "empty"):
+            continue
+        values = column.dropna()
+        huge = values.index[[isinstance(v, int) and not -INT64_MAX - 1 <= v <= INT64_MAX for v in values]].to_numpy()
+        if huge.size:
+            raise refusal(where, f"line(s) {_shown(lines(huge))}, field {terminal_text(repr(name))}",
+                          "an integer beyond 2^63 - 1, which a resource cannot hold",
+                          "write it as text (in quotes) if it is a key, or with a decimal point if it is a score")
+        kinds = {}
+        for line, value in values.items():
+            kinds.setdefault("a number" if "number" in _value_kind(value) else _value_kind(value), line)
+        if len(kinds) > 1:
+            (first, at), (second, then) = list(kinds.items())[:2]
+            found = lines(np.array([at, then]))
+            raise refusal(where, f"field {terminal_text(repr(name))}", f"{first} at line {found[0]} but {second} at line {found[1]}",
+                          "write one kind of value per field (e.g. every key in quotes), or drop the field")
+
+
+def _check_score(score: pd.Series, name: str, where: str, lines: Lines) -> None:
+    """Refuse a score column of true/false (a number, not a verdict, ranks the items)."""
+    if score.dtype == bool or pd.api.types.infer_dtype(score, skipna=True) == "boolean":
+        at = score.dropna().index.to_numpy()
+        raise refusal(where, f"line(s) {_shown(lines(at))}", f"the score column {terminal_text(repr(name))} holds true/false, not scores",
+                      "name the confidence-score column with --score (a score is a number)")
+
+
+def _check_keys(frame: pd.DataFrame, spec: IngestSpec, where: str, lines: Lines) -> None:
+    """Refuse a key column that is neither text nor whole numbers of int64 (rows without a key were refused before)."""
+    for name in spec.keys:
+        column = frame[name]
+        if column.dtype.kind in "iu":
+            beyond = column.index[column.to_numpy() > INT64_MAX].to_numpy() if column.dtype.kind == "u" else np.empty(0)
+            if beyond.size:
+                raise refusal(where, f"line(s) {_shown(lines(beyond))}", f"the key {terminal_text(repr(name))} is an integer beyond 2^63 - 1",
+                              "write the keys as text")
+            continue
+        if pd.api.types.infer_dtype(column, skipna=True) == "string":
+            continue
+        odd = column.map(lambda v: not isinstance(v, str)).to_numpy()
+        first = column.index[odd][0]
+        raise refusal(where, f"line {lines(np.array([first]))[0]}",
+                      f"the key {terminal_text(repr(name))} is {_value_kind(column.loc[first])}, not text or a whole number",
+                      "write the keys as text (in quotes), or name other --key columns")
+
+
+def _keyed(frame: pd.DataFrame, spec: IngestSpec, where: str, lines: Lines = _same_lines) -> pd.DataFrame:
     """The frame with ``key`` and ``score`` built and checked; bad rows refused by line number."""
     needed = [*spec.keys, spec.score]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        shown = ", ".join(map(str, frame.columns[:12]))
-        raise DataError(f"{where} has no column {', '.join(map(repr, missing))} (its columns: {shown}); name them with --key/--score, or --columns for header-less files.")
+        shown = terminal_text(", ".join(map(str, frame.columns[:12])))
+        raise refusal(where, None, f"no column {terminal_text(', '.join(map(repr, missing)))} (its columns: {shown})",
+                      "name them with --key/--score, or --columns for header-less files")
     for name, role in (("key", spec.keys), ("score", (spec.score,))):
         if name in frame.columns and name not in role:
-            raise DataError(f"{where} has a column {name!r} that is not the {name} (--{name}); rename that column first.")
+            raise refusal(where, None, f"a column {name!r} that is not the {name} (--{name})", "rename that column first")
+    _check_score(frame[spec.score], spec.score, where, lines)
     score = pd.to_numeric(frame[spec.score], errors="coerce").to_numpy(dtype=np.float64)
     parts = [frame[c] for c in spec.keys]
     bad = ~np.isfinite(score)
@@ -227,10 +363,10 @@ def _keyed(frame: pd.DataFrame, spec: IngestSpec, where: str) -> pd.DataFrame:
         if key.dtype.kind not in "iu":
             key = key.astype(str)
     if bad.any():
-        lines = frame.index.to_numpy()[bad]
-        shown = ", ".join(str(int(x)) for x in lines[:_SHOWN_LINES]) + (", ..." if lines.size > _SHOWN_LINES else "")
+        at = lines(frame.index.to_numpy()[bad])
         what = "a missing key field, a key field holding '|', or a score that is not a finite number" if len(parts) > 1 else "a missing key or a score that is not a finite number"
-        raise DataError(f"{where}: {lines.size} bad row(s) ({what}) at line(s) {shown}; fix or drop them and ingest again.")
+        raise refusal(where, None, f"{at.size} bad row(s) ({what}) at line(s) {_shown(at)}", "fix or drop them and ingest again")
+    _check_keys(frame, spec, where, lines)
     rest = frame.drop(columns=[spec.score, *([] if len(parts) > 1 else list(spec.keys))])
     return pd.concat([pd.DataFrame({"key": key.to_numpy(), "score": score}, index=frame.index), rest], axis=1)
 
@@ -254,11 +390,59 @@ def _ranked_table(frame: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(frame.iloc[order].reset_index(drop=True), preserve_index=False)
 
 
-def _check_schemas(frames: list[pd.DataFrame], sources: list[str]) -> None:
-    columns = list(frames[0].columns)
-    for frame, source in zip(frames[1:], sources[1:]):
-        if list(frame.columns) != columns:
-            raise DataError(f"{display_url(source)} has columns {list(frame.columns)}, unlike the first file's {columns}; ingest files of one layout together.")
+_KINDS = {"string": "text", "boolean": "true/false", "floating": "numbers", "integer": "numbers",
+          "mixed-integer-float": "numbers", "empty": None}
+
+
+def _layout(frame: pd.DataFrame) -> dict:
+    """Each column's kind of value ("numbers", "text", "true/false", ...; None: no value yet)."""
+    return {name: "numbers" if frame[name].dtype.kind in "iuf" else
+            _KINDS.get(kind := pd.api.types.infer_dtype(frame[name], skipna=True), kind) for name in frame.columns}
+
+
+def _check_layout(frame: pd.DataFrame, source: str, layout: dict, first_source: str) -> pd.DataFrame:
+    """``frame`` if it has the first file's columns with the same kinds of values, else the refusal:
+    a key that is a number in one file and text in another would be two keys, or none."""
+    if list(frame.columns) != list(layout):
+        raise refusal(display_url(source), None, f"columns {terminal_text(list(frame.columns))}, unlike the first file's {terminal_text(list(layout))}",
+                      "ingest files of one layout together")
+    for name, kind in _layout(frame).items():
+        if None not in (kind, layout[name]) and kind != layout[name]:
+            raise refusal(display_url(source), "the key" if name == "key" else f"field {terminal_text(repr(name))}",
+                          f"{kind}, but {layout[name]} in {display_url(first_source)}",
+                          "give every file the same kinds of values (CSV and TSV fields are text: write the JSON values "
+                          "as strings, or ingest files of one format together)")
+    return frame
+
+
+def _read_like(source: str, spec: IngestSpec, storage_options, layout: dict, first_source: str) -> pd.DataFrame:
+    """:func:`read_rows`, checked against the first file's layout (one Dask task per file)."""
+    return _check_layout(read_rows(source, spec, storage_options), source, layout, first_source)
+
+
+def duplicate_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Keys held by more than one row: how many, the rows beyond one per key, and an example.
+
+    >>> duplicate_summary(pd.DataFrame({"key": ["a", "b", "a", "a"], "score": [0.1, 0.5, 0.3, 0.2]})).iloc[0].tolist()
+    [1, 2, 'a']
+    """
+    repeated = frame["key"].duplicated(keep="first").to_numpy()
+    keys = frame["key"].to_numpy()[repeated]
+    return pd.DataFrame({"keys": [len(pd.unique(keys))], "rows": [int(repeated.sum())],
+                         "example": pd.Series([keys[0] if keys.size else None], dtype=object)})
+
+
+def _refuse_duplicates(summary: pd.DataFrame, sources) -> None:
+    """The refusal of a key that is not unique (``--duplicates refuse``), when any is."""
+    repeated = summary[summary["rows"] > 0]
+    if repeated.empty:
+        return
+    example = repeated["example"].iloc[0]
+    raise refusal(", ".join(map(display_url, sources)), None,
+                  f"the key is not unique: {int(summary['keys'].sum()):,} key(s) are held by more than one row "
+                  f"({int(summary['rows'].sum()):,} row(s) beyond one per key), e.g. {terminal_text(repr(example))}",
+                  "add --key columns until each row has a key of its own, or give --duplicates keep-highest to keep "
+                  "the row with the highest score of each key")
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,10 +452,12 @@ def _input_size(url: str, storage_options, limit: int) -> int:
     """The bytes ``url`` holds as read: its size, or for a compressed file its decompressed size,
     counted by streaming it once (stopping past ``limit``: refused, before anything is parsed)."""
     fs, path = filesystem(url, storage_options)
-    with storage_errors(url, action="read"):
+    with _reading(url):
         stored = int(fs.size(path))
         if not url.lower().endswith(_COMPRESSION):
             return stored
+        if url.lower().endswith(".zip"):
+            _check_one_member(fs, path, url)
         total = 0
         with fs.open(path, "rb", compression="infer") as fh:
             while chunk := fh.read(1 << 20):
@@ -282,6 +468,16 @@ def _input_size(url: str, storage_options, limit: int) -> int:
                         "most one input file may hold: each file is read whole, in memory. Split the data into smaller files "
                         "(e.g. 'zcat FILE | split -C 500M - part-') and ingest those.")
     return total
+
+
+def _check_one_member(fs, path: str, url: str) -> None:
+    """Refuse a zip archive that holds other than one file: its first would be read as if it were all."""
+    with fs.open(path, "rb") as fh:
+        members = [m.filename for m in zipfile.ZipFile(fh).infolist() if not m.is_dir()]
+    if len(members) != 1:
+        shown = terminal_text(", ".join(members[:4]) + (", ..." if len(members) > 4 else ""))
+        raise refusal(display_url(url), None, f"a zip archive of {len(members)} files ({shown or 'none'}); one file per archive is read",
+                      "unzip it and ingest its files together (prdist ingest FILE FILE ...)")
 
 
 def ingest(sources, out: str, spec: IngestSpec, *, storage_options=None, client=None, memory_limit: int = MEMORY_LIMIT,
@@ -316,7 +512,8 @@ def ingest(sources, out: str, spec: IngestSpec, *, storage_options=None, client=
     >>> d = tempfile.mkdtemp()
     >>> with open(os.path.join(d, "kb.csv"), "w") as fh:
     ...     _ = fh.write("s,o,conf\\nParis,France,0.9\\nRome,Italy,0.7\\nParis,France,0.4\\n")
-    >>> result = ingest([os.path.join(d, "kb.csv")], os.path.join(d, "kb"), IngestSpec(score="conf", keys=("s", "o")))
+    >>> spec = IngestSpec(score="conf", keys=("s", "o"), duplicates="keep-highest")
+    >>> result = ingest([os.path.join(d, "kb.csv")], os.path.join(d, "kb"), spec)
     >>> result.rows, result.duplicates
     (2, 1)
     >>> pq.read_table(os.path.join(d, "kb"))["key"].to_pylist()
@@ -336,9 +533,11 @@ def ingest(sources, out: str, spec: IngestSpec, *, storage_options=None, client=
 
 
 def _ingest_in_memory(sources, out, spec, storage_options) -> IngestResult:
-    frames = [read_rows(s, spec, storage_options) for s in sources]
-    _check_schemas(frames, sources)
+    first = read_rows(sources[0], spec, storage_options)
+    frames = [first, *(_read_like(s, spec, storage_options, _layout(first), sources[0]) for s in sources[1:])]
     rows = pd.concat(frames, ignore_index=True)
+    if spec.duplicates == "refuse":
+        _refuse_duplicates(duplicate_summary(rows), sources)
     unique = keep_highest(rows)
     if unique.empty:
         raise DataError(f"The input ({', '.join(map(display_url, sources))}) holds no rows; a resource needs at least one item.")
@@ -362,6 +561,7 @@ def _marker(result: IngestResult, spec: IngestSpec, sources, files) -> bytes:
         "keys": list(spec.keys),
         "key_separator": KEY_SEPARATOR,
         "rows": result.rows,
+        "duplicates": spec.duplicates,
         "duplicates_dropped": result.duplicates,
         "files": files,
     }
@@ -374,10 +574,16 @@ def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResu
 
     from .ranked import write_ranked_copy
 
-    parts = [dask.delayed(read_rows)(s, spec, storage_options) for s in sources]
-    meta = read_rows(sources[0], spec, storage_options).iloc[:0]  # the schema, and the first file's errors early
+    first = read_rows(sources[0], spec, storage_options)  # the schema, and the first file's errors early
+    meta, layout = first.iloc[:0], _layout(first)
+    del first
+    parts = [dask.delayed(_read_like)(s, spec, storage_options, layout, sources[0]) for s in sources]
     frame = dd.from_delayed(parts, meta=meta, verify_meta=True)
-    unique = frame.shuffle(on="key").map_partitions(keep_highest, meta=meta)
+    shuffled = frame.shuffle(on="key")
+    unique = shuffled.map_partitions(keep_highest, meta=meta)
+    summary_meta = pd.DataFrame({"keys": pd.Series(dtype="int64"), "rows": pd.Series(dtype="int64"),
+                                 "example": pd.Series(dtype=object)})
+    summary = shuffled.map_partitions(duplicate_summary, meta=summary_meta)
     location = resolve(out, storage_options=storage_options)
     if location.is_local:
         remove_dead_staging(posixpath.dirname(location.path.rstrip("/")))
@@ -385,8 +591,10 @@ def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResu
     try:
         write = unique.to_parquet(staging, storage_options=storage_options or None, write_index=False, compute=False)
         counted = frame.map_partitions(len).sum()
-        computed = client.compute([write, counted], sync=True) if client is not None else dask.compute(write, counted)
+        computed = client.compute([write, counted, summary], sync=True) if client is not None else dask.compute(write, counted, summary)
         read = int(computed[1])
+        if spec.duplicates == "refuse":
+            _refuse_duplicates(computed[2], sources)
         staged = open_resource(staging, storage_options=storage_options)
         copy = write_ranked_copy(staged, out, client=client, storage_options=storage_options, row_group_size=ROW_GROUP_ROWS)
     finally:
