@@ -423,8 +423,8 @@ def _read_like(source: str, spec: IngestSpec, storage_options, layout: dict, fir
 def duplicate_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Keys held by more than one row: how many, the rows beyond one per key, and an example.
 
-    >>> duplicate_summary(pd.DataFrame({"key": ["a", "b", "a", "a"], "score": [0.1, 0.5, 0.3, 0.2]})).iloc[0].tolist()
-    [1, 2, 'a']
+    >>> duplicate_summary(pd.DataFrame({"key": ["a", "b", "a", "a"], "score": [0.1, 0.5, 0.3, 0.2]})).to_dict("records")
+    [{'keys': 1, 'rows': 2, 'example': 'a'}]
     """
     repeated = frame["key"].duplicated(keep="first").to_numpy()
     keys = frame["key"].to_numpy()[repeated]
