@@ -487,3 +487,186 @@ def test_outputs_beside_loose_parquet_files_and_repeated_outputs_are_written(wor
         assert code == 0, err
     code, out, err = cli("labels", "export", "--run", str(run), "--out", str(tmp_path / "task.csv"))
     assert code == 0, err
+
+
+# --------------------------------------------------------------------------------------------
+# Ingest inputs: every format, every hostile shape
+
+def _text(rows: list[str], sep: str) -> str:
+    """A CSV/TSV file: the header, then ``rows`` (fields separated by ``,``, turned into ``sep``)."""
+    return "".join(f"{line.replace(',', sep)}\n" for line in ["id,conf", *rows])
+
+
+def _jsonl(*lines: str) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _table(ids, scores):
+    import pyarrow as pa
+
+    return pa.table({"id": ids, "conf": scores})
+
+
+def _delimited(rows: list[str]) -> dict:
+    return {"csv": _text(rows, ","), "tsv": _text(rows, "\t")}
+
+
+#: Each hostile shape as a file of each format that can hold it, and what the refusal says
+#: ({line}: the line of the hostile row: 3 after a CSV/TSV header, 2 in JSONL and Parquet).
+HOSTILE = {
+    "a missing key": ({**_delimited(["a,0.9", ",0.5", "c,0.1"]),
+                       "jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": null, "conf": 0.5}', '{"id": "c", "conf": 0.1}'),
+                       "parquet": _table(["a", None, "c"], [0.9, 0.5, 0.1])}, ["1 bad row(s)", "line(s) {line};"]),
+    "a score that is text": ({**_delimited(["a,0.9", "b,high", "c,0.1"]),
+                              "jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": "b", "conf": "high"}', '{"id": "c", "conf": 0.1}'),
+                              "parquet": _table(["a", "b", "c"], ["0.9", "high", "0.1"])}, ["1 bad row(s)", "line(s) {line};"]),
+    "an infinite score": ({**_delimited(["a,0.9", "b,inf", "c,0.1"]),
+                           "jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": "b", "conf": 1e999}', '{"id": "c", "conf": 0.1}'),
+                           "parquet": _table(["a", "b", "c"], [0.9, float("inf"), 0.1])}, ["1 bad row(s)", "line(s) {line};"]),
+    "true/false as scores": ({"jsonl": _jsonl('{"id": "a", "conf": true}', '{"id": "b", "conf": false}'),
+                              "parquet": _table(["a", "b"], [True, False])}, ["line(s) 1, 2", "holds true/false, not scores"]),
+    "true/false among scores": ({"jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": "b", "conf": true}')},
+                                ["line(s) 2", "holds true/false, not scores"]),
+    "a key that is a list": ({"jsonl": _jsonl('{"id": ["a"], "conf": 0.9}', '{"id": ["b", "c"], "conf": 0.5}'),
+                              "parquet": _table([["a"], ["b", "c"]], [0.9, 0.5])}, ["line 1", "not text or a whole number"]),
+    "a key that is an object": ({"jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": {"b": 1}, "conf": 0.5}')},
+                                ["line 2", "field 'id'"]),
+    "a key with a decimal point": ({"jsonl": _jsonl('{"id": 1.5, "conf": 0.9}', '{"id": 2.5, "conf": 0.5}'),
+                                    "parquet": _table([1.5, 2.5], [0.9, 0.5])}, ["line 1", "a number with a decimal point, not text"]),
+    "a key that is true/false": ({"jsonl": _jsonl('{"id": true, "conf": 0.9}', '{"id": false, "conf": 0.5}'),
+                                  "parquet": _table([True, False], [0.9, 0.5])}, ["line 1", "is true/false, not text or a whole number"]),
+    "a key beyond int64": ({"jsonl": _jsonl('{"id": 1, "conf": 0.9}', f'{{"id": {2**70}, "conf": 0.5}}'),
+                            "parquet": None}, ["line(s) 2", "beyond 2^63 - 1"]),
+    "an unsigned key beyond int64": ({"jsonl": _jsonl('{"id": 1, "conf": 0.9}', f'{{"id": {2**63 + 1}, "conf": 0.5}}'),
+                                      "parquet": None}, ["line(s) 2", "beyond 2^63 - 1"]),
+    "a score beyond int64": ({"jsonl": _jsonl('{"id": "a", "conf": 0.9}', f'{{"id": "b", "conf": {10**30}}}')},
+                             ["line(s) 2", "beyond 2^63 - 1"]),
+    "numbers and text in one field": ({"jsonl": _jsonl('{"id": "a", "conf": 0.9, "x": 1}', '{"id": "b", "conf": 0.5, "x": "t"}')},
+                                      ["field 'x'", "a number at line 1 but text at line 2"]),
+    "a record nested too deeply": ({"jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": "b", "x": ' + "[" * 200_000 + "]" * 200_000 + "}")},
+                                   ["line 2", "nested too deeply"]),
+    "a line that is not JSON": ({"jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": "b", "conf": 0.5')}, ["line 2", "not valid JSON"]),
+    "a line that is not an object": ({"jsonl": _jsonl('{"id": "a", "conf": 0.9}', '["b", 0.5]')}, ["line 2", "JSON object was expected"]),
+    "not UTF-8": ({"csv": b"id,conf\na,0.9\n\xff\xfe,0.5\n", "tsv": b"id\tconf\na\t0.9\n\xff\xfe\t0.5\n",
+                   "jsonl": b'{"id": "a", "conf": 0.9}\n{"id": "\xff", "conf": 0.5}\n'}, ["not UTF-8"]),
+    "a row with too many fields": (_delimited(["a,0.9", "b,0.5,7", "c,0.1"]), ["Expected 2 fields in line 3, saw 3"]),
+    "a key held by two rows": ({**_delimited(["a,0.9", "a,0.5", "c,0.1"]),
+                                "jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": "a", "conf": 0.5}'),
+                                "parquet": _table(["a", "a"], [0.9, 0.5])}, ["the key is not unique: 1 key(s)", "e.g. 'a'", "--duplicates keep-highest"]),
+    "no rows": ({**_delimited([]), "jsonl": "\n", "parquet": _table([], [])}, ["holds no rows"]),
+    "a quoted line break before a bad row": ({"csv": 'id,conf,note\na,0.9,"one\ntwo\nthree"\nb,high,x\n'}, ["line(s) 5;"]),
+    "a file that is not Parquet": ({"parquet": b"id,conf\na,0.9\n"}, ["not a readable Parquet file"]),
+}
+#: A file of each format that ingest reads: the control of the table above.
+GOOD = {**_delimited(["a,0.9", "b,0.5", "c,0.1"]),
+        "jsonl": _jsonl('{"id": "a", "conf": 0.9}', '{"id": "b", "conf": 0.5}', '{"id": "c", "conf": 0.1}'),
+        "parquet": _table(["a", "b", "c"], [0.9, 0.5, 0.1])}
+#: The hostile shapes of an unsigned key beyond int64 as Parquet, which pyarrow writes from a typed array.
+_UNSIGNED = {"a key beyond int64": 2**64 - 1, "an unsigned key beyond int64": 2**63 + 1}
+#: How each text format is also wrapped: a gzip file and a zip archive of one file.
+WRAPPERS = ("gz", "zip")
+
+
+def _hostile_cases():
+    for shape, (contents, _) in sorted(HOSTILE.items()):
+        for fmt in sorted(contents):
+            yield shape, fmt
+            if fmt in ("csv", "jsonl"):
+                for wrapper in WRAPPERS:
+                    yield shape, f"{fmt}.{wrapper}"
+
+
+HOSTILE_CASES = list(_hostile_cases())
+
+
+def _ingest_input(directory: Path, contents: dict, fmt: str, shape: str = "") -> Path:
+    """The file of ``contents`` in format ``fmt`` (``csv.gz``, ``jsonl.zip``: wrapped) in ``directory``."""
+    import gzip
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base, _, wrapper = fmt.partition(".")
+    content = contents[base]
+    path = directory / f"in.{fmt}"
+    if base == "parquet" and content is None:
+        pq.write_table(pa.table({"id": pa.array([1, _UNSIGNED[shape]], pa.uint64()), "conf": [0.9, 0.5]}), path)
+    elif base == "parquet" and not isinstance(content, bytes):
+        pq.write_table(content if content.num_rows else pa.table({"id": pa.array([], pa.string()), "conf": pa.array([], pa.float64())}), path)
+    else:
+        data = content.encode() if isinstance(content, str) else content
+        if wrapper == "gz":
+            data = gzip.compress(data)
+        elif wrapper == "zip":
+            import io
+
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as archive:
+                archive.writestr(f"in.{base}", data)
+            data = buffer.getvalue()
+        path.write_bytes(data)
+    return path
+
+
+def test_the_table_of_hostile_ingest_shapes_covers_every_format():
+    from prdist.dataflow.ingest import FORMATS
+
+    formats = {fmt.partition(".")[0] for _, fmt in HOSTILE_CASES} | {fmt.partition(".")[2] for _, fmt in HOSTILE_CASES}
+    assert set(FORMATS) | set(WRAPPERS) <= formats
+    assert len(HOSTILE_CASES) >= 80
+
+
+@pytest.mark.parametrize("shape, fmt", HOSTILE_CASES, ids=[f"{s}-{f}" for s, f in HOSTILE_CASES])
+def test_every_hostile_ingest_input_is_refused_in_one_line_naming_the_file_and_the_place(shape, fmt, tmp_path):
+    from test_bad_input import assert_refused
+
+    source = _ingest_input(tmp_path, HOSTILE[shape][0], fmt, shape)
+    line = 3 if fmt.partition(".")[0] in ("csv", "tsv") else 2
+    says = [f"{source}"] + [s.format(line=line) for s in HOSTILE[shape][1]]
+    assert_refused(["ingest", str(source), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id"],
+                   says=says, watched=[tmp_path])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [source.name]  # no output, no staging
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl", "parquet", "csv.gz", "jsonl.gz", "csv.zip", "jsonl.zip"])
+def test_every_ingest_format_reads_its_good_file(fmt, tmp_path):
+    import pyarrow.parquet as pq
+
+    from cli_run import cli
+
+    source = _ingest_input(tmp_path, GOOD, fmt)
+    code, out, err = cli("ingest", str(source), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id")
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "kb")["key"].to_pylist() == ["a", "b", "c"]
+
+
+def test_keys_that_are_numbers_in_one_file_and_text_in_another_are_refused_naming_both(tmp_path):
+    from test_bad_input import assert_refused
+
+    (tmp_path / "a.jsonl").write_text(_jsonl('{"id": 1, "conf": 0.9}', '{"id": 2, "conf": 0.5}'))
+    (tmp_path / "b.csv").write_text(_text(["1,0.4", "3,0.2"], ","))
+    for memory_limit in ("in memory", "dask"):
+        argv = ["ingest", str(tmp_path / "a.jsonl"), str(tmp_path / "b.csv"), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id"]
+        if memory_limit == "dask":
+            from prdist.dataflow.ingest import IngestSpec, ingest
+            from prdist.errors import DataError
+
+            with pytest.raises(DataError, match="the key: text here but numbers in .*a.jsonl; give every file the same kinds"):
+                ingest([tmp_path / "a.jsonl", tmp_path / "b.csv"], str(tmp_path / "kb"), IngestSpec(score="conf", keys=("id",)),
+                       memory_limit=0)
+        else:
+            assert_refused(argv, says=[f"{tmp_path / 'b.csv'}, the key: text here but numbers in {tmp_path / 'a.jsonl'}",
+                                       "write the JSON values as strings"], watched=[tmp_path])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.csv"]
+
+
+def test_a_jsonl_string_holding_a_unicode_line_separator_stays_one_line(tmp_path):
+    import pyarrow.parquet as pq
+
+    from cli_run import cli
+
+    (tmp_path / "a.jsonl").write_text(_jsonl('{"id": "a\u2028b", "conf": 0.9}', '{"id": "c de", "conf": 0.5}'))
+    code, out, err = cli("ingest", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id")
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "kb")["key"].to_pylist() == ["a b", "c de"]

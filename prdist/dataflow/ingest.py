@@ -264,7 +264,7 @@ def read_rows(url: str, spec: IngestSpec, storage_options=None) -> pd.DataFrame:
                 frame = _read_jsonl(fh, where) if fmt == "jsonl" else _read_text_table(fh, fmt, spec, where)
         lines = _csv_lines(fs, path) if fmt == "csv" else _same_lines
         if fmt == "jsonl":
-            _check_column_kinds(frame, where, lines)
+            _check_column_kinds(frame, where, lines, numeric=spec.score)
         return _keyed(frame, spec, where, lines)
 
 
@@ -283,9 +283,10 @@ def _value_kind(value) -> str:
     return {str: "text", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
-def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines) -> None:
+def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines, *, numeric: str) -> None:
     """Refuse a JSON field holding values of two kinds (numbers and text, ...) and integers beyond
-    int64, naming the field and the lines: Arrow, and the key, can hold neither."""
+    int64, naming the field and the lines: Arrow, and the key, can hold neither. The ``numeric``
+    field (the score) may mix kinds: what is not a number in it is a bad row."""
     for name in frame.columns:
         column = frame[name]
         if column.dtype != object:
@@ -302,7 +303,7 @@ def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines) -> None:
         kinds = {}
         for line, value in values.items():
             kinds.setdefault("a number" if "number" in _value_kind(value) else _value_kind(value), line)
-        if len(kinds) > 1:
+        if len(kinds) > 1 and name != numeric:
             (first, at), (second, then) = list(kinds.items())[:2]
             found = lines(np.array([at, then]))
             raise refusal(where, f"field {terminal_text(repr(name))}", f"{first} at line {found[0]} but {second} at line {found[1]}",
@@ -311,8 +312,9 @@ def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines) -> None:
 
 def _check_score(score: pd.Series, name: str, where: str, lines: Lines) -> None:
     """Refuse a score column of true/false (a number, not a verdict, ranks the items)."""
-    if score.dtype == bool or pd.api.types.infer_dtype(score, skipna=True) == "boolean":
-        at = score.dropna().index.to_numpy()
+    truth = score.notna() if score.dtype == bool else score.map(lambda v: isinstance(v, (bool, np.bool_)))
+    if score.dtype in (bool, object) and truth.any():
+        at = score.index[truth.to_numpy(dtype=bool)].to_numpy()
         raise refusal(where, f"line(s) {_shown(lines(at))}", f"the score column {terminal_text(repr(name))} holds true/false, not scores",
                       "name the confidence-score column with --score (a score is a number)")
 
@@ -338,6 +340,8 @@ def _check_keys(frame: pd.DataFrame, spec: IngestSpec, where: str, lines: Lines)
 
 def _keyed(frame: pd.DataFrame, spec: IngestSpec, where: str, lines: Lines = _same_lines) -> pd.DataFrame:
     """The frame with ``key`` and ``score`` built and checked; bad rows refused by line number."""
+    if frame.empty and not len(frame.columns):
+        raise refusal(where, None, "an empty file: it holds no rows and names no field", "drop it, or ingest a file with rows")
     needed = [*spec.keys, spec.score]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
@@ -409,7 +413,7 @@ def _check_layout(frame: pd.DataFrame, source: str, layout: dict, first_source: 
     for name, kind in _layout(frame).items():
         if None not in (kind, layout[name]) and kind != layout[name]:
             raise refusal(display_url(source), "the key" if name == "key" else f"field {terminal_text(repr(name))}",
-                          f"{kind}, but {layout[name]} in {display_url(first_source)}",
+                          f"{kind} here but {layout[name]} in {display_url(first_source)}",
                           "give every file the same kinds of values (CSV and TSV fields are text: write the JSON values "
                           "as strings, or ingest files of one format together)")
     return frame
