@@ -18,7 +18,9 @@ that of ``precision.changed`` the label ``prdist.direction``: ``down``, ``up`` o
 Events are sent only where a Prefect API is: inside a flow run, or when one is configured
 (``PREFECT_API_URL`` or a profile). The in-process runner without one emits nothing and never
 starts Prefect's temporary server. URLs pass through :func:`prdist.redaction.redact_url`, and no
-storage option is ever part of an event: Prefect keeps events in plain text.
+storage option is ever part of an event: Prefect keeps events in plain text. Runs, resources,
+tasks, reports and stores on local disk are named by their absolute paths (:func:`event_place`),
+whatever directory the command ran in.
 
 **Once.** ``run.completed`` and ``run.awaiting-labels`` are sent once per run directory, and
 ``precision.changed`` once per change (series, run, changed ranks and directions), however many
@@ -47,7 +49,7 @@ from prdist.redaction import redact_url
 
 __all__ = [
     "AWAITING_LABELS", "LABELS_IMPORTED", "PRECISION_CHANGED", "RUN_COMPLETED",
-    "announce_changes", "announce_evaluation", "announce_labels", "announce_run", "events_enabled",
+    "announce_changes", "announce_evaluation", "announce_labels", "announce_run", "event_place", "events_enabled",
 ]
 
 RUN_COMPLETED = "prdist.run.completed"
@@ -123,6 +125,18 @@ def _series_id(series: str) -> str:
     return f"prdist.series.{redact_url(series)}"
 
 
+def event_place(url: str) -> str:
+    """A run, resource, task or store as every event names it: a URL redacted, a local one as its
+    absolute path (``file://`` dropped), so the run and the resource of one event are alike,
+    whatever directory the command ran in.
+
+    >>> event_place("s3://kb/runs/abc"), event_place("file:///data/kb"), event_place("/data/kb")
+    ('s3://kb/runs/abc', '/data/kb', '/data/kb')
+    """
+    text = str(url).removeprefix("file://")
+    return redact_url(text if "://" in text else os.path.abspath(text))
+
+
 def announce_run(outcome, *, runs: str, storage_options=None) -> list:
     """``prdist.run.completed`` for a committed evaluation run, and ``awaiting-labels`` when it waits:
     each once per run (:func:`_emit_once`, recorded under ``runs``, the root the run is in).
@@ -133,17 +147,17 @@ def announce_run(outcome, *, runs: str, storage_options=None) -> list:
     if not events_enabled():
         return []
     m = outcome.manifest
-    run, series = redact_url(outcome.url), m.get("series")
+    run, series = event_place(outcome.url), m.get("series")
     resource = {"prefect.resource.id": f"prdist.run.{m['run_id']}", "prefect.resource.name": run, "prdist.series": redact_url(series)}
     related = [{"prefect.resource.id": _series_id(series), "prefect.resource.role": "series"}]
-    common = {"run_id": m["run_id"], "run": run, "resource": redact_url(m["input"]["url"]), "series": series}
+    common = {"run_id": m["run_id"], "run": run, "resource": event_place(m["input"]["url"]), "series": series}
     once = dict(runs=runs, storage_options=storage_options)
     sent = [_emit_once(RUN_COMPLETED, run, resource, {
         **common, "report": report_location(join_url(run, "report.html")), "n": m["n"], "counts": m["counts"],
         "cutoffs": m.get("cutoffs", []), "awaiting_labels": outcome.missing, "reused": outcome.reused,
     }, related, **once)]  # fmt: skip
     if outcome.missing:
-        task = outcome.task and report_location(redact_url(outcome.task))
+        task = outcome.task and report_location(event_place(outcome.task))
         sent.append(_emit_once(AWAITING_LABELS, run, resource, {**common, "count": outcome.missing, "task": task}, related, **once))
     return [event for event in sent if event is not None]
 
@@ -168,8 +182,8 @@ def announce_changes(series: str, rows: pd.DataFrame, *, runs: str, storage_opti
     ]  # fmt: skip
     resource = {"prefect.resource.id": _series_id(series), "prefect.resource.name": redact_url(series), "prdist.direction": direction}
     payload = {
-        "series": redact_url(series), "run_id": run_id, "run": redact_url(join_url(runs, run_id)),
-        "resource": redact_url(str(rows["resource"].iloc[0])), "direction": direction,
+        "series": redact_url(series), "run_id": run_id, "run": event_place(join_url(runs, run_id)),
+        "resource": event_place(str(rows["resource"].iloc[0])), "direction": direction,
         "ranks": [c["rank"] for c in changes], "changes": changes,
     }  # fmt: skip
     identity = json.dumps([redact_url(series), payload["run"], [[c["rank"], c["change"]] for c in changes]])
@@ -180,8 +194,7 @@ def announce_labels(store: str, *, count: int, keys: int, files: int) -> object:
     """``prdist.labels.imported``: ``count`` verdicts on ``keys`` keys from ``files`` files reached ``store``."""
     if not events_enabled():
         return None
-    # A local store by its absolute path: what a deployment's trigger (PRDIST_LABELS) names.
-    shown = redact_url(store if "://" in store else os.path.abspath(store))
+    shown = event_place(store)  # a local store by its absolute path: what a deployment's trigger (PRDIST_LABELS) names
     resource = {"prefect.resource.id": f"prdist.labels.{shown}", "prefect.resource.name": shown}
     return _emit(LABELS_IMPORTED, resource, {"store": shown, "count": count, "keys": keys, "files": files})
 

@@ -670,3 +670,28 @@ def test_a_jsonl_string_holding_a_unicode_line_separator_stays_one_line(tmp_path
     code, out, err = cli("ingest", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id")
     assert code == 0, err
     assert pq.read_table(tmp_path / "kb")["key"].to_pylist() == ["a b", "c de"]
+
+
+def test_events_name_the_run_the_resource_and_the_task_alike_by_absolute_paths(workspace, tmp_path, monkeypatch):
+    import shutil
+
+    from cli_run import cli
+    from flows.events import announce_run
+    from prdist.dataflow.artifacts import RunDirectory, committed_outcome
+    from prefect_events import recorded_events
+
+    shutil.copytree(workspace / "res", tmp_path / "res")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("run", "--resource", "res", "--out", "runs", "--eps", "0.1", "--window", "20")  # relative paths
+    assert code == 3, err
+    run_id = Path(out.strip().splitlines()[-1]).name
+    outcome = committed_outcome(RunDirectory("runs", run_id))
+    assert outcome.manifest["input"]["url"] == f"file://{tmp_path / 'res'}" and outcome.url == f"runs/{run_id}"
+    with recorded_events(monkeypatch) as sent:
+        announce_run(outcome, runs="runs")
+        completed, awaiting = sent()
+    run = tmp_path / "runs" / run_id
+    for event in (completed, awaiting):
+        assert (event.payload["run"], event.payload["resource"]) == (str(run), str(tmp_path / "res"))
+    assert completed.payload["report"] == str(run / "report.html")
+    assert awaiting.payload["task"].startswith(str(run) + "/annotation_task")
