@@ -925,8 +925,9 @@ def _cmd_release(args) -> int:
         _print_json(event.to_dict())
         return EXIT_OK
     if args.current is not None:
-        from flows.release import write_current
+        from flows.release import _api_url, write_current
 
+        _api_url(args.api_url)  # no API to announce to: refused before the pointer is written
         write_current(args.current, event.resource)
         print(f"prdist release: {args.current} now names {event.resource} as the current release")
     api = emit_release(event, api_url=args.api_url)
@@ -1096,6 +1097,7 @@ def _check_stores_answer(args) -> None:
 OUTPUT_OPTIONS = {
     "run": ("out", "--out"), "synth": ("out", "--out"), "compare": ("out", "--out"), "ingest": ("out", "--out"),
     "history": ("out", "--out"), "labels export": ("out", "--out"), "labels import": ("store", "--store"),
+    "release": ("current", "--current"),
 }  # fmt: skip
 
 
@@ -1108,9 +1110,12 @@ def _check_outputs(args) -> None:
     from .dataflow.storage import check_output_place, join_url
 
     dest, option = OUTPUT_OPTIONS[command]
-    target = getattr(args, dest) or join_url(args.runs, "_history")  # history's default --out
+    target = getattr(args, dest) or (join_url(args.runs, "_history") if command == "history" else None)  # history's default --out
+    if target is None:  # release without --current writes nothing
+        return
     inputs = [(name, url) for name, url in _url_options(args) if name not in (option, "--runs", "--api-url") and url.strip()]
-    check_output_place(target, option=option, storage_options=_storage_options(args), inputs=inputs,
+    options = _storage_options(args) if hasattr(args, "storage_options") else None  # release has none
+    check_output_place(target, option=option, storage_options=options, inputs=inputs,
                        store=dest == "store")
 
 

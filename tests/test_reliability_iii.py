@@ -180,6 +180,7 @@ WRITERS = {
     "history": "history --runs {root}/runs --out {target}",
     "labels export": "labels export --run {run} --out {target}",
     "labels import": "labels import --store {target} {root}/answers.csv",
+    "release": "release --resource {root}/res --current {target} --api-url http://127.0.0.1:9/api",
 }
 #: Every kind of place an output must not land on ({run}: a committed run directory).
 PROTECTED = {
@@ -200,7 +201,7 @@ def test_the_table_of_writers_covers_every_command_that_writes():
 
     writes = {" ".join(words) for words, parser in _commands(build_parser())
               if any(a.dest == "out" for a in parser._actions) and words != ("release",)}  # release only names it in an event
-    assert writes | {"labels import"} == set(OUTPUT_OPTIONS) == set(WRITERS)
+    assert writes | {"labels import", "release"} == set(OUTPUT_OPTIONS) == set(WRITERS)  # release --current: a pointer file
 
 
 def _committed_run(root: Path) -> Path:
@@ -695,3 +696,12 @@ def test_events_name_the_run_the_resource_and_the_task_alike_by_absolute_paths(w
         assert (event.payload["run"], event.payload["resource"]) == (str(run), str(tmp_path / "res"))
     assert completed.payload["report"] == str(run / "report.html")
     assert awaiting.payload["task"].startswith(str(run) + "/annotation_task")
+
+
+def test_a_release_pointer_is_not_written_when_there_is_no_api_to_announce_to(workspace, tmp_path, monkeypatch):
+    from test_bad_input import assert_refused
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    assert_refused(["release", "--resource", str(workspace / "res"), "--current", str(tmp_path / "current.json")],
+                   says=["No Prefect API to announce the release to"], watched=[tmp_path])
+    assert not (tmp_path / "current.json").exists()  # the old code wrote it, then refused
