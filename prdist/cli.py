@@ -351,7 +351,7 @@ def _cmd_synth(args) -> int:
         )  # fmt: skip
     files = resource.partitions
     print(f"prdist synth: {resource.n:,} items of {model!r}, {resource.order}, {files} file(s)")
-    print(resource.url)
+    print(_shown(resource.url))
     return EXIT_OK
 
 
@@ -469,12 +469,12 @@ def _cmd_run(args) -> int:
                             committed=lambda: _committed_run(parameters, storage_options))
     from .dataflow.summary import run_summary
 
-    print(run_summary(outcome.url, storage_options=storage_options))
+    print(_shown(run_summary(outcome.url, storage_options=storage_options)))
     _note_exhaustive_plan(outcome.url, args, storage_options)
-    print(outcome.url)
+    print(_shown(outcome.url))
     _say_where_it_ran(args)
     if outcome.awaiting:
-        print(f"prdist: {outcome.awaiting}", file=sys.stderr)
+        print(_shown(f"prdist: {outcome.awaiting}"), file=sys.stderr)
         return EXIT_AWAITING_LABELS
     return EXIT_OK
 
@@ -698,8 +698,8 @@ def _cmd_compare(args) -> int:
     _say_where_it_ran(args)
     url = outcome.url
     if outcome.awaiting:
-        print(url)
-        print(f"prdist: {outcome.awaiting}", file=sys.stderr)
+        print(_shown(url))
+        print(_shown(f"prdist: {outcome.awaiting}"), file=sys.stderr)
         return EXIT_AWAITING_LABELS
     fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
     with fs.open(path, "rb") as fh:
@@ -724,7 +724,7 @@ def _cmd_compare(args) -> int:
         )
     for note in manifest["diagnostics"].get("notes", []):
         print(f"note: {note}")
-    print(url)
+    print(_shown(url))
     return EXIT_OK
 
 
@@ -803,7 +803,7 @@ def _cmd_labels_import(args) -> int:
         from flows.events import announce_labels
 
         announce_labels(args.store, count=summary.labels, keys=summary.keys, files=len(summary.files))
-    print(summary.written)
+    print(_shown(summary.written))
     return EXIT_OK
 
 
@@ -813,7 +813,7 @@ def _cmd_labels_export(args) -> int:
     options = _storage_options(args)
     count = write_annotation_file(args.run, args.out, storage_options=options, fmt=args.fmt, show_score=args.show_score)
     print(f"prdist labels: {count:,} item(s) to annotate")
-    print(args.out)
+    print(_shown(args.out))
     return EXIT_OK
 
 
@@ -889,7 +889,7 @@ def _cmd_ingest(args) -> int:
     kept = (f"{result.duplicates:,} duplicate row(s) dropped (--duplicates keep-highest: the highest score of each key kept)"
             if args.duplicates == "keep-highest" else "every key unique")
     print(f"prdist ingest: {result.rows:,} items from {result.sources} file(s); {kept}", file=sys.stderr)
-    print(result.url)
+    print(_shown(result.url))
     return EXIT_OK
 
 
@@ -929,9 +929,9 @@ def _cmd_release(args) -> int:
 
         _api_url(args.api_url)  # no API to announce to: refused before the pointer is written
         write_current(args.current, event.resource)
-        print(f"prdist release: {args.current} now names {event.resource} as the current release")
+        print(_shown(f"prdist release: {args.current} now names {event.resource} as the current release"))
     api = emit_release(event, api_url=args.api_url)
-    print(f"prdist release: {event.name} for {event.resource} sent to {api}")
+    print(_shown(f"prdist release: {event.name} for {event.resource} sent to {api}"))
     print(event.id)
     return EXIT_OK
 
@@ -984,7 +984,7 @@ def _cmd_history(args) -> int:
     print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
           f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
     for row in changed.itertuples():
-        print(f"  {terminal_text(row.series)}: run {row.run_id} at rank {row.rank:,}: {row.change} "
+        print(f"  {terminal_text(row.series)}: run {terminal_text(row.run_id)} at rank {row.rank:,}: {row.change} "
               f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
     from flows._runner import may_have_api
 
@@ -994,7 +994,7 @@ def _cmd_history(args) -> int:
 
         for series, rows in newest_changes(table).items():
             announce_changes(series, rows, runs=args.runs, storage_options=options)
-    print(out)
+    print(_shown(out))
     return EXIT_OK
 
 
@@ -1117,6 +1117,14 @@ def _check_outputs(args) -> None:
     options = _storage_options(args) if hasattr(args, "storage_options") else None  # release has none
     check_output_place(target, option=option, storage_options=options, inputs=inputs,
                        store=dest == "store")
+
+
+def _shown(text: str) -> str:
+    """Text naming paths (a file name may hold control characters) as the terminal shows it
+    literally, line by line."""
+    from .redaction import terminal_text
+
+    return "\n".join(map(terminal_text, str(text).split("\n")))
 
 
 def _one_line(exc: BaseException) -> str:
