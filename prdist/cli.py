@@ -855,8 +855,9 @@ def _add_ingest(sub) -> None:
             "columns key (several --key columns joined with '|') and score (float64) plus the "
             "other columns, one row per key (a key held by several rows is refused with their "
             "count, unless --duplicates keep-highest), rows in rank order in row groups of 16,384 with score "
-            "statistics. Bad rows are refused with their line numbers (exit 2). Prints the "
-            "resource's URL on the last line."
+            "statistics. Bad rows are refused with their line numbers (exit 2). Each input file is "
+            "read whole, in memory (several times its size on disk): split very large dumps into "
+            "several files. Prints the resource's URL on the last line."
         ),
     )
     add = parser.add_argument
