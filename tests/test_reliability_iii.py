@@ -756,3 +756,18 @@ def test_a_release_pointer_is_not_written_when_there_is_no_api_to_announce_to(wo
     assert_refused(["release", "--resource", str(workspace / "res"), "--current", str(tmp_path / "current.json")],
                    says=["No Prefect API to announce the release to"], watched=[tmp_path])
     assert not (tmp_path / "current.json").exists()  # the old code wrote it, then refused
+
+
+def test_the_dask_path_casts_numbers_to_the_first_files_type_or_refuses_a_fraction(tmp_path):
+    import pyarrow.parquet as pq
+
+    from prdist.dataflow.ingest import IngestSpec, ingest
+    from prdist.errors import DataError
+
+    (tmp_path / "whole.jsonl").write_text(_jsonl('{"id": "a", "conf": 0.9, "x": 1}'))
+    (tmp_path / "fraction.jsonl").write_text(_jsonl('{"id": "b", "conf": 0.5, "x": 1.5}'))
+    spec = IngestSpec(score="conf", keys=("id",))
+    with pytest.raises(DataError, match="fraction.jsonl, field 'x': numbers with a decimal point here but whole numbers in"):
+        ingest([tmp_path / "whole.jsonl", tmp_path / "fraction.jsonl"], str(tmp_path / "kb"), spec, memory_limit=0)
+    ingest([tmp_path / "fraction.jsonl", tmp_path / "whole.jsonl"], str(tmp_path / "kb"), spec, memory_limit=0)
+    assert pq.read_table(tmp_path / "kb")["x"].to_pylist() == [1.0, 1.5]

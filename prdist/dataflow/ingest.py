@@ -419,9 +419,26 @@ def _check_layout(frame: pd.DataFrame, source: str, layout: dict, first_source: 
     return frame
 
 
-def _read_like(source: str, spec: IngestSpec, storage_options, layout: dict, first_source: str) -> pd.DataFrame:
-    """:func:`read_rows`, checked against the first file's layout (one Dask task per file)."""
-    return _check_layout(read_rows(source, spec, storage_options), source, layout, first_source)
+def _read_like(source: str, spec: IngestSpec, storage_options, layout: dict, first_source: str, dtypes=None) -> pd.DataFrame:
+    """:func:`read_rows`, checked against the first file's layout; with ``dtypes`` (one Dask task
+    per file, whose partitions must all have the first file's types), numbers cast to them."""
+    frame = _check_layout(read_rows(source, spec, storage_options), source, layout, first_source)
+    return frame if dtypes is None else _numbers_as(frame, dtypes, source, first_source)
+
+
+def _numbers_as(frame: pd.DataFrame, dtypes, source: str, first_source: str) -> pd.DataFrame:
+    """``frame`` with its number columns cast to ``dtypes``; a fraction where the first file holds
+    whole numbers is refused (casting would change the value)."""
+    for name, dtype in dtypes.items():
+        column = frame[name]
+        if column.dtype == dtype or column.dtype.kind not in "iuf" or dtype.kind not in "iuf":
+            continue
+        if dtype.kind != "f" and not (np.isfinite(column.to_numpy(dtype=np.float64)).all() and (column % 1 == 0).all()):
+            raise refusal(display_url(source), f"field {terminal_text(repr(name))}",
+                          f"numbers with a decimal point here but whole numbers in {display_url(first_source)}",
+                          "write the first file's numbers with a decimal point too (1.0), or name a file whose numbers have one first")
+        frame[name] = column.astype(dtype)
+    return frame
 
 
 def duplicate_summary(frame: pd.DataFrame) -> pd.DataFrame:
@@ -581,7 +598,7 @@ def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResu
     first = read_rows(sources[0], spec, storage_options)  # the schema, and the first file's errors early
     meta, layout = first.iloc[:0], _layout(first)
     del first
-    parts = [dask.delayed(_read_like)(s, spec, storage_options, layout, sources[0]) for s in sources]
+    parts = [dask.delayed(_read_like)(s, spec, storage_options, layout, sources[0], meta.dtypes) for s in sources]
     frame = dd.from_delayed(parts, meta=meta, verify_meta=True)
     shuffled = frame.shuffle(on="key")
     unique = shuffled.map_partitions(keep_highest, meta=meta)
