@@ -432,7 +432,24 @@ DAMAGE = {
     "a manifest that is a list": lambda run: (run / "manifest.json").write_text("[1, 2]\n"),
     "a manifest without its fields": lambda run: (run / "manifest.json").write_text('{"params": {"method": "paula"}, "input": {}}'),
     "truncated plan": lambda run: (run / "plan.parquet").write_bytes((run / "plan.parquet").read_bytes()[:100]),
+    "a release that is text": lambda run: _edit_manifest(run, release="x"),
+    "a place that is text": lambda run: _edit_manifest(run, release={"place": "abc"}),
+    "an input without its fingerprint": lambda run: _edit_manifest(run, input={"url": "file:///x"}),
+    "a fingerprint that is an object": lambda run: _edit_manifest(run, input={"url": "file:///x", "fingerprint": {"a": 1}}),
+    "a series that is an object": lambda run: _edit_manifest(run, series={"a": 1}),
+    "an n beyond int64": lambda run: _edit_manifest(run, n=10**30),
+    "a negative n": lambda run: _edit_manifest(run, n=-5),
+    "a run id that is a list": lambda run: _edit_manifest(run, run_id=[1]),
+    "cut-offs that are text": lambda run: _edit_manifest(run, cutoffs="x"),
+    "a manifest that is not UTF-8": lambda run: (run / "manifest.json").write_bytes(b'{"run_id": "\xff"}'),
 }
+
+
+def _edit_manifest(run: Path, **fields) -> None:
+    import json
+
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, **fields}))
 
 
 def test_history_skips_every_damaged_run_directory_and_names_them_in_one_line(workspace, tmp_path):
@@ -452,7 +469,8 @@ def test_history_skips_every_damaged_run_directory_and_names_them_in_one_line(wo
     assert f"{len(good)} run(s)" in out
     warning, = [line for line in err.splitlines() if line.startswith("prdist")]
     assert warning.startswith(f"prdist: warning: {len(DAMAGE)} run directories under {runs} skipped, damaged")
-    assert all(name.replace(" ", "-") in warning for name in DAMAGE)
+    named = sorted(name.replace(" ", "-") for name in DAMAGE)
+    assert f": {', '.join(named[:5])} and {len(DAMAGE) - 5} more. Move them aside" in warning, warning
 
 
 def test_a_killed_ingests_staging_directory_is_removed_by_the_next_and_a_live_ones_kept(tmp_path):

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..errors import DataError, InputError, ParameterError
 from ..history import certain_changes, default_ranks, release_confidence
+from ..input_gate import expect, json_document, refusal
 from ..report import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
@@ -39,6 +40,7 @@ from .storage import filesystem, info_or_none, join_url, publish, resolve, write
 __all__ = ["HISTORY_COLUMNS", "DamagedRunWarning", "RunRecord", "default_series", "history_table", "newest_changes",
            "placed_releases", "read_runs", "readable_run", "release_name", "release_place", "series_of", "write_history"]
 
+INT64_MAX = (1 << 63) - 1
 HISTORY_COLUMNS = ("series", "place", "release", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper",
                    "change")
 
@@ -155,16 +157,34 @@ def readable_run(fs, manifest_path: str) -> dict | None:
 
     try:
         with fs.open(manifest_path, "rb") as fh:
-            manifest = json.load(fh)
+            manifest = json_document(fh.read().decode("utf-8"), manifest_path)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("params", {}), dict):
             return None
         if manifest.get("params", {}).get("method") == "paula" and "input" in manifest:
-            int(manifest["n"]), str(manifest["run_id"]), str(manifest["input"]["url"])
+            _check_fields(manifest, manifest_path)
             with fs.open(posixpath.join(posixpath.dirname(manifest_path), "plan.parquet"), "rb") as fh:
                 pq.read_metadata(fh)
-    except (ValueError, KeyError, TypeError, OSError, pa.ArrowException):
+    except (ValueError, KeyError, TypeError, OSError, pa.ArrowException):  # DataError is a ValueError
         return None
     return manifest
+
+
+def _check_fields(manifest: dict, origin: str) -> None:
+    """Refuse (:func:`prdist.input_gate.expect`) a manifest whose fields history reads have
+    another type or range than a run writes: input url and fingerprint, n, run id, series,
+    recorded place and cut-offs."""
+    fix = "the run directory is damaged; run the release again"
+    source = expect(manifest["input"], dict, origin, "field 'input'", fix)
+    for name in ("url", "fingerprint"):
+        expect(source[name], str, origin, f"field 'input.{name}'", fix)
+    expect(manifest["run_id"], str, origin, "field 'run_id'", fix)
+    expect(manifest.get("series") or "", str, origin, "field 'series'", fix)
+    place = expect(manifest.get("release") or {}, dict, origin, "field 'release'", fix).get("place")
+    for name, value in (("n", manifest["n"]), ("release.place", 1 if place is None else place)):
+        if not 1 <= expect(value, int, origin, f"field {name!r}", fix) <= INT64_MAX:
+            raise refusal(origin, f"field {name!r}", f"{value} is out of range", fix)
+    for cutoff in expect(manifest.get("cutoffs", []), list, origin, "field 'cutoffs'", fix):
+        expect(expect(cutoff, dict, origin, "field 'cutoffs'", fix).get("rank"), int, origin, "field 'cutoffs.rank'", fix)
 
 
 def _latest_per_release(records: list[RunRecord]) -> list[RunRecord]:
