@@ -789,3 +789,16 @@ def test_the_dask_path_casts_numbers_to_the_first_files_type_or_refuses_a_fracti
         ingest([tmp_path / "whole.jsonl", tmp_path / "fraction.jsonl"], str(tmp_path / "kb"), spec, memory_limit=0)
     ingest([tmp_path / "fraction.jsonl", tmp_path / "whole.jsonl"], str(tmp_path / "kb"), spec, memory_limit=0)
     assert pq.read_table(tmp_path / "kb")["x"].to_pylist() == [1.0, 1.5]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "jsonl.gz"])
+def test_a_byte_order_mark_is_read_as_the_start_of_the_text(fmt, tmp_path):
+    import pyarrow.parquet as pq
+
+    from cli_run import cli
+
+    base = fmt.partition(".")[0]
+    source = _ingest_input(tmp_path, {base: "\ufeff" + GOOD[base]}, fmt)  # as Excel and some editors write UTF-8
+    code, out, err = cli("ingest", str(source), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id")
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "kb")["key"].to_pylist() == ["a", "b", "c"]

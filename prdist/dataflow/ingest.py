@@ -208,7 +208,7 @@ def _csv_lines(fs, path: str) -> Lines:
         wanted = np.asarray(records, dtype=np.int64)
         starts, line = {}, 1
         if wanted.size:
-            with fs.open(path, "rt", compression="infer", encoding="utf-8", newline="") as fh:
+            with fs.open(path, "rt", compression="infer", encoding="utf-8-sig", newline="") as fh:
                 reader = csv.reader(fh)
                 for number, _ in enumerate(reader, start=1):
                     starts[number] = line
@@ -260,7 +260,7 @@ def read_rows(url: str, spec: IngestSpec, storage_options=None) -> pd.DataFrame:
             with fs.open(path, "rb") as fh:
                 frame = _read_parquet(fh, where)
         else:
-            with fs.open(path, "rt", compression="infer", encoding="utf-8", newline="" if fmt != "jsonl" else None) as fh:
+            with fs.open(path, "rt", compression="infer", encoding="utf-8-sig", newline="" if fmt != "jsonl" else None) as fh:
                 frame = _read_jsonl(fh, where) if fmt == "jsonl" else _read_text_table(fh, fmt, spec, where)
         lines = _csv_lines(fs, path) if fmt == "csv" else _same_lines
         if fmt == "jsonl":
