@@ -15,7 +15,7 @@ from flows import _evaluate_release
 from flows._policies import FLOW_RETRIES, FLOW_TIMEOUT, final_on_bad_input
 from flows.release import current_release
 from prdist.dataflow.history import default_series
-from prdist.redaction import redact_url
+from prdist.redaction import redact_url, terminal_text
 
 
 def run_name() -> str:
@@ -33,7 +33,8 @@ def run_name() -> str:
         pass
     resource = redact_url(resource).rstrip("/")
     series = flow_run.parameters.get("series") or default_series(resource)
-    return f"{series} @ {posixpath.basename(resource) or resource}"
+    # Prefect's console log prints the name: shown literally, whatever the series holds.
+    return terminal_text(f"{series} @ {posixpath.basename(resource) or resource}")
 
 
 evaluate_release = flow(name="evaluate-release", log_prints=True, flow_run_name=run_name, **FLOW_RETRIES, **FLOW_TIMEOUT)(

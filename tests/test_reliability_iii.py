@@ -802,3 +802,13 @@ def test_a_byte_order_mark_is_read_as_the_start_of_the_text(fmt, tmp_path):
     code, out, err = cli("ingest", str(source), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id")
     assert code == 0, err
     assert pq.read_table(tmp_path / "kb")["key"].to_pylist() == ["a", "b", "c"]
+
+
+def test_a_flow_runs_name_shows_its_series_literally(monkeypatch, tmp_path):
+    from prefect.runtime import flow_run
+
+    from flows.evaluate_release import run_name
+
+    monkeypatch.setitem(flow_run.FIELDS, "parameters", lambda: {"resource": str(tmp_path / "r1"), "series": f"kb{ESCAPES}"})
+    name = run_name()  # what Prefect's console log prints when the flow run starts
+    assert _unshowable(name) == [] and name == "kb\\x1b]0;owned\\x07\\x1b[2J\\x1b[1A\\u202e\\x9b @ r1"
