@@ -34,10 +34,12 @@ are the *checkpoints* c_1 < ... < c_P = g_ℓ. T_s is the number of gold positiv
    ppi-python does, so λ = 0 (gold alone) whenever the predictor does not help; a useless or
    adversarial predictor therefore never makes an interval narrower than gold alone's, and a
    good one shrinks the variance by about 1 - corr(g, f)².
-   S_s² is estimated as (SS_s + 2 S²_pool) / (n_s + 1): the segment's sum of squared deviations
-   of g - λ f plus two pseudo-observations at the variance pooled over all segments. It tends to
-   the sample variance as n_s grows, and keeps a segment whose few audited items all agree from
-   claiming zero variance. A segment without any gold verdict contributes its
+   S_s² is estimated as the larger of the segment's sample variance of g - λ f and the
+   within-segment variance pooled over all segments. The floor keeps a segment whose few
+   audited items all agree (rare errors unseen, a precision near 1) from claiming a variance near
+   zero, the Wald interval's failure on rare events; it costs width where segments differ. λ
+   minimises the variance with own plus pooled variance per segment (a quadratic in λ that
+   bounds the one used). A segment without any gold verdict contributes its
    deterministic range [0, b_s N_s]; a segment audited whole contributes exactly.
 3. Simultaneity. The interval Θ̂ ± z sd̂ is asked of 2P + 2(G - 1) events (both sides at every
    checkpoint, the lower side of Y-_K and the upper side of Y+_K, K = ℓ+1..L), each at level
@@ -443,25 +445,26 @@ def _estimate(B: np.ndarray, st: _SegmentStats, *, tune: bool) -> _Functionals:
     n, N = st.audited, st.planned
     seen = n > 0
     safe = np.where(seen, n, 1.0)
-    # K_s / (n_s + 1): the stratified variance weight with the pseudo-observation divisor
-    weight = np.where(seen, N**2 * (1.0 - n / N) / safe / (safe + 1.0), 0.0)
-    ss_g = st.g - st.g**2 / safe  # g² = g for 0/1 gold
-    ss_gf = st.gf - st.g * st.f / safe
-    ss_f = st.ff - st.f**2 / safe
-    # Each segment's variance shrunk towards the pooled one by two pseudo-observations:
-    # (SS_s + 2 SS_pool / dof) / (n_s + 1), quadratic in λ like SS_s itself.
-    dof = max(float(np.sum(np.maximum(n - 1.0, 0.0))), 1.0)
+    weight = np.where(seen, N**2 * (1.0 - n / N) / safe, 0.0)  # K_s
+    # Sums of squared deviations of g - λf in each segment: SS_s(λ) = ss_g - 2λ ss_gf + λ² ss_f
+    ss = np.stack((st.g - st.g**2 / safe, st.gf - st.g * st.f / safe, st.ff - st.f**2 / safe))  # g² = g
+    dof = n - 1.0
+    pool = ss.sum(axis=1) / max(float(np.sum(np.maximum(dof, 0.0))), 1.0)  # pooled within-segment variance
+    own = np.where(dof > 0, ss / np.where(dof > 0, dof, 1.0), 0.0)
     B2w = B**2 * weight  # (M, S)
-    A = B2w @ (ss_g + 2.0 * ss_g.sum() / dof)
-    C = B2w @ (ss_gf + 2.0 * ss_gf.sum() / dof)
-    D = B2w @ (ss_f + 2.0 * ss_f.sum() / dof)
     if tune:
+        # λ minimises the variance with own + pooled variance per segment (quadratic in λ, and
+        # an upper bound of the max used below)
+        quad = B2w @ (own + pool[:, None]).T  # (M, 3): A, C, D of A - 2λC + λ²D
         with np.errstate(divide="ignore", invalid="ignore"):
-            lam = np.where(D > 0, C / D, 0.0)
+            lam = np.where(quad[:, 2] > 0, quad[:, 1] / quad[:, 2], 0.0)
         lam = np.clip(np.nan_to_num(lam), 0.0, 1.0)
     else:
         lam = np.zeros(B.shape[0])
-    var = np.maximum(A - 2 * lam * C + lam**2 * D, 0.0)  # Variance(λ) = A - 2λC + λ²D
+    powers = np.stack((np.ones_like(lam), -2.0 * lam, lam**2), axis=1)  # (M, 3)
+    # each segment's variance at λ_m, at least the pooled one: (M, S)
+    variance = np.maximum(powers @ own, (powers @ pool)[:, None])
+    var = np.maximum(np.sum(B2w * variance, axis=1), 0.0)
     ratio = np.where(seen, N / safe, 0.0)
     Bs = B * seen
     estimate = lam * (Bs @ st.f_all) + Bs @ (ratio * st.g) - lam * (Bs @ (ratio * st.f))

@@ -181,3 +181,23 @@ def test_gold_bounds_refuse_misaligned_input(resource):
         gold_bounds(plan, truth, gold, confidence=0.95, judge=truth[:-1])
     with pytest.raises(ParameterError):
         gold_bounds(plan, truth, gold, confidence=1.5)
+
+
+# -- coverage against the true labels of synthetic resources -----------------------------------
+def _coverage(settings, resources, n):
+    bench = _bench()
+    result = bench.run(n=n, resources=resources, settings=settings, confidence=0.95, eps=0.05, window=50)
+    return {name: s["coverage"] for name, s in result.items()}
+
+
+def test_coverage_on_a_few_settings():
+    """30 resources each (seeded): the bounds contain the gold precision at every reported rank."""
+    coverage = _coverage(("judge 0.9", "judge adversarial", "annotators 0.9"), 30, 30_000)
+    assert min(coverage.values()) >= 0.9, coverage
+
+
+@pytest.mark.slow
+def test_coverage_on_every_setting_of_the_issue():
+    """500 resources per setting: coverage >= 1 - delta - 0.01 (the goal of issue 30)."""
+    coverage = _coverage(_bench().SETTINGS, 500, 30_000)
+    assert min(coverage.values()) >= 0.94, coverage
