@@ -198,8 +198,8 @@ def test_coverage_on_a_few_settings():
 
 @pytest.mark.slow
 def test_coverage_on_every_setting_of_the_issue():
-    """500 resources per setting: coverage >= 1 - delta - 0.01 (the goal of issue 30)."""
-    coverage = _coverage(_bench().SETTINGS, 500, 30_000)
+    """300 resources per setting: coverage >= 1 - delta - 0.01 (the goal of issue 30; the benchmark runs 500)."""
+    coverage = _coverage(_bench().SETTINGS, 300, 30_000)
     assert min(coverage.values()) >= 0.94, coverage
 
 
