@@ -210,3 +210,17 @@ def test_gold_bounds_plot_like_paula_bounds(resource):
     plan, truth_all, truth, gold, _ = resource
     ax = gold_bounds(plan, truth, gold, confidence=0.95).plot()
     assert ax.get_xscale() == "log" and len(ax.lines) >= 2
+
+
+def test_a_predictor_agreeing_with_every_audited_gold_verdict_does_not_claim_exactness(resource):
+    """A Wald variance would be 0 here and the bounds the predictor's own count; the pooled
+    variance's pseudo-observations keep a margin for errors the audit did not see. (The errors
+    are placed off the audit on purpose, which the guarantee excludes, so only the width is
+    checked.)"""
+    plan, truth_all, truth, gold, _ = resource
+    wrong = np.flatnonzero(np.isnan(gold))[::50]
+    predictor = truth.copy()
+    predictor[wrong] = 1 - predictor[wrong]
+    b = gold_bounds(plan, predictor, gold, confidence=0.95)
+    assert b.quality.kappa == 1.0
+    assert np.all(b.yield_upper(plan.grid) - b.yield_lower(plan.grid) > 1)
