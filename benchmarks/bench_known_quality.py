@@ -1,0 +1,162 @@
+"""Coverage and width of the bounds on the gold precision, with a judge or annotators and a gold
+audit, beside the gold-only bounds from the same gold labels (issue 30).
+
+Claim: ``gold_bounds(plan, verdicts, gold, confidence=c, judge=...)`` contains the exact gold
+precision at every reported rank at once (the rows of ``bounds.parquet``: 1..g_l, every grid
+rank, n) in at least a share c - 0.01 of the resources, whatever the judge; and with a judge of
+accuracy 0.9 and gold on 10 % of the planned items its mean width is at most 0.6x that of the
+gold-only bounds from the same gold labels (``gold_bounds`` without verdicts).
+
+Each resource: n items in rank order, gold label i ~ Bernoulli(rho_i) independently, rho falling
+linearly from 0.95 at rank 1 to 0.35 at rank n (model (M) of ``prdist.confidence``); a PAULA plan
+(eps 0.03, window 100 by default); a gold audit of 10 % of the planned items
+(``plan_gold_audit``); the verdicts of one setting on every planned item:
+
+- ``judge a`` (a = 0.6, 0.8, 0.9, 0.99): a 0/1 judge right with probability a, independently;
+- ``judge 0.9 prob``: a probability judge, P(g = 1 | s) for a signal s ~ N(+-1.2816, 1) (so its
+  0.5 threshold is right 90 % of the time);
+- ``judge biased``: right 97 % of the time in the top 10 % of ranks, lenient below (says 1 on
+  every gold 1 and on half the gold 0s);
+- ``judge adversarial``: says the opposite of gold 90 % of the time;
+- ``annotators 0.9``: the run's verdicts (no judge) from one annotator right 90 % of the time.
+
+The gold-only baseline is computed on the same resource and audit. Widths are the mean of
+precision_upper - precision_lower over the reported ranks ("all"), and over the grid ranks past
+g_l alone ("grid"). Prints one Markdown row per setting and the load average.
+
+Usage::
+
+    python benchmarks/bench_known_quality.py                     # n = 1e5, 500 resources
+    python benchmarks/bench_known_quality.py --n 30000 --resources 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from prdist import plan_paula
+from prdist.known_quality import gold_bounds, plan_gold_audit
+
+SETTINGS = (
+    "judge 0.6",
+    "judge 0.8",
+    "judge 0.9",
+    "judge 0.99",
+    "judge 0.9 prob",
+    "judge biased",
+    "judge adversarial",
+    "annotators 0.9",
+)
+SIGNAL = 1.2815515655446004  # the 0.9 quantile of N(0, 1)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One resource under one setting: coverage and mean widths, of the method and gold alone."""
+
+    covered: bool
+    width_all: float
+    width_grid: float
+
+
+def _flip(truth: np.ndarray, right: np.ndarray, rng) -> np.ndarray:
+    return np.where(rng.random(truth.size) < right, truth, 1.0 - truth)
+
+
+def verdicts_of(setting: str, truth: np.ndarray, ranks: np.ndarray, n: int, rng) -> tuple[np.ndarray, np.ndarray | None]:
+    """(verdicts, judge) aligned with the planned ranks for one setting."""
+    if setting.startswith("annotators"):
+        return _flip(truth, float(setting.split()[1]), rng), None
+    if setting == "judge 0.9 prob":
+        signal = np.where(truth == 1.0, SIGNAL, -SIGNAL) + rng.standard_normal(truth.size)
+        judge = 1.0 / (1.0 + np.exp(-2.0 * SIGNAL * signal))
+    elif setting == "judge biased":
+        top = ranks <= n // 10
+        lenient = np.where(truth == 1.0, 1.0, (rng.random(truth.size) < 0.5).astype(float))
+        judge = np.where(top, _flip(truth, 0.97, rng), lenient)
+    elif setting == "judge adversarial":
+        judge = _flip(truth, 0.1, rng)
+    else:
+        judge = _flip(truth, float(setting.split()[1]), rng)
+    return np.where(judge >= 0.5, 1.0, 0.0), judge
+
+
+def _outcome(bounds, exact: np.ndarray, grid_rows: np.ndarray) -> Outcome:
+    t = bounds.table()
+    r = t["rank"].to_numpy()
+    lo, hi = t.precision_lower.to_numpy(), t.precision_upper.to_numpy()
+    p = exact[r - 1]
+    covered = bool(np.all((lo <= p + 1e-12) & (p <= hi + 1e-12)))
+    width = hi - lo
+    return Outcome(covered, float(width.mean()), float(width[grid_rows].mean()))
+
+
+def simulate(seed: int, *, n: int, settings=SETTINGS, eps=0.03, window=100, gold_share=0.1, confidence=0.95):
+    """One resource: {setting: Outcome} and the gold-only Outcome."""
+    plan = plan_paula(n, eps=eps, window=window)
+    rng = np.random.default_rng(seed)
+    truth_all = (rng.random(n) < np.linspace(0.95, 0.35, n)).astype(float)
+    exact = np.cumsum(truth_all) / np.arange(1, n + 1)
+    truth = truth_all[plan.ranks - 1]
+    gold = np.full(plan.size, np.nan)
+    audit = np.searchsorted(plan.ranks, plan_gold_audit(plan, round(gold_share * plan.size), seed=seed))
+    gold[audit] = truth[audit]
+    rows = np.unique(np.concatenate((np.arange(1, plan.prefix_end + 1), plan.grid, [n])))
+    grid_rows = (rows > plan.prefix_end) & np.isin(rows, plan.grid)
+    alone = _outcome(gold_bounds(plan, np.full(plan.size, np.nan), gold, confidence=confidence), exact, grid_rows)
+    out = {}
+    for setting in settings:
+        verdicts, judge = verdicts_of(setting, truth, plan.ranks, n, rng)
+        out[setting] = _outcome(gold_bounds(plan, verdicts, gold, confidence=confidence, judge=judge), exact, grid_rows)
+    return out, alone
+
+
+def run(*, n: int, resources: int, settings=SETTINGS, confidence=0.95, eps=0.03, window=100) -> dict:
+    """Aggregate over seeds 0..resources-1: per setting coverage and mean widths, and gold alone's."""
+    per = {s: [] for s in settings}
+    alone = []
+    for seed in range(resources):
+        outcomes, base = simulate(seed, n=n, settings=settings, eps=eps, window=window, confidence=confidence)
+        alone.append(base)
+        for s in settings:
+            per[s].append(outcomes[s])
+
+    def summary(items):
+        return {
+            "coverage": float(np.mean([o.covered for o in items])),
+            "width_all": float(np.mean([o.width_all for o in items])),
+            "width_grid": float(np.mean([o.width_grid for o in items])),
+        }
+
+    return {"gold alone": summary(alone), **{s: summary(per[s]) for s in settings}}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--resources", type=int, default=500)
+    parser.add_argument("--confidence", type=float, default=0.95)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    result = run(n=args.n, resources=args.resources, confidence=args.confidence)
+    elapsed = time.perf_counter() - start
+    plan = plan_paula(args.n)
+    goal = args.confidence - 0.01
+    base = result["gold alone"]
+    print(f"n = {args.n:,}, plan of {plan.size:,} items, gold on {round(0.1 * plan.size):,} (10 %), "
+          f"{args.resources} resources, confidence {args.confidence:g} (coverage goal >= {goal:.2f})")
+    print("| setting | coverage | width (all rows) | width (grid) | ratio to gold alone (all / grid) |")
+    print("|---|---|---|---|---|")
+    for name, s in result.items():
+        print(f"| {name} | {s['coverage']:.3f}{'' if s['coverage'] >= goal else ' (below goal)'} | {s['width_all']:.4f} | "
+              f"{s['width_grid']:.4f} | {s['width_all'] / base['width_all']:.2f} / {s['width_grid'] / base['width_grid']:.2f} |")
+    print(f"\n{elapsed:.0f} s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
