@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from cli_run import cli
 from prdist.dataflow.labels import import_labels, lookup_labels, read_label_file
 from prdist.errors import DataError, InputError
 from prdist.verdicts import VerdictWords
@@ -167,10 +171,10 @@ def test_a_json_array_of_plain_records_is_read_as_one(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "fmt", "message"),
     [
-        ("t.json", json.dumps([{"data": {"text": "x"}, "annotations": []}]), "auto", "task 1 .* has no 'key' in its data"),
-        ("p.jsonl", json.dumps({"answer": "accept", "_input_hash": 1, "meta": {}}), "auto", "line 1 has neither 'key' nor 'meta.key'"),
+        ("t.json", json.dumps([{"data": {"text": "x"}, "annotations": []}]), "auto", r"task 1 \(id None\): no key at data.key; .* --key-field"),
+        ("p.jsonl", json.dumps({"answer": "accept", "_input_hash": 1, "meta": {}}), "auto", "line 1: no key at key or meta.key; .*--key-field"),
         ("m.csv", "WorkerId,Input.text,Answer.label\nA1,x,yes\n", "mturk", "no 'Input.key' column"),
-        ("m.csv", "Input.key,Answer.a,Answer.b\n1,yes,no\n", "auto", "no verdict column found"),
+        ("m.csv", "Input.key,Answer.a,Answer.b\n1,yes,no\n", "auto", r"2 answers could hold the verdict \('a', 'b'\); name the verdict's with --control NAME"),
         ("x.csv", "key,label\n1,1\n", "excel", "not one of auto, csv"),
     ],
 )
@@ -179,3 +183,145 @@ def test_malformed_exports_are_refused_with_the_fix(tmp_path, name, content, fmt
     path.write_text(content)
     with pytest.raises((DataError, InputError), match=message):
         read_label_file(str(path), fmt=fmt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile shapes, as a class: every format, every field, refused in one line naming the file
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HOSTILE_VALUES = ["x", {"a": 1}, [1, 2], 10**30, None, True, 1.5]
+
+
+def _paths(value, prefix=()):
+    """Every path into a JSON value (keys of objects, indexes of lists), the value itself first."""
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:2]):
+            yield from _paths(v, (*prefix, i))
+
+
+def _replaced(record, path, new):
+    record = json.loads(json.dumps(record))
+    if not path:
+        return new
+    target = record
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = new
+    return record
+
+
+def _assert_refused_or_read(path, fmt):
+    """Either the file reads, or one PrdistError names it: never another exception."""
+    from prdist.errors import PrdistError
+
+    try:
+        read_label_file(str(path), fmt=fmt)
+        return True
+    except PrdistError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc), exc
+        return False
+
+
+JSON_SHAPES = [s for s in SHAPES if SHAPES[s][0].endswith((".json", ".jsonl"))]
+
+
+@pytest.mark.parametrize("shape", JSON_SHAPES)
+def test_every_json_format_refuses_any_hostile_value_in_any_field_in_one_line(tmp_path, shape):
+    name, make, tool = SHAPES[shape]
+    text = make()
+    records = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines() if line]
+    lines = name.endswith(".jsonl")
+    path = tmp_path / name
+    for where in _paths(records[0]):
+        for value in HOSTILE_VALUES:
+            first = _replaced(records[0], where, value)
+            body = [first, *records[1:]]
+            path.write_text("\n".join(json.dumps(r) for r in body) if lines else json.dumps(body))
+            read = _assert_refused_or_read(path, tool)
+            if where in KEY_PATHS[tool] and isinstance(value, (dict, list, bool, float)):
+                assert not read, (shape, where, value)  # a key is one scalar: never stored as two items
+    for hostile in (DEEP, text.rstrip()[:-2], "\x00\x01garbage"):
+        path.write_text(hostile if not lines else hostile + "\n")
+        assert not _assert_refused_or_read(path, tool)
+    path.write_text(text)
+    assert _assert_refused_or_read(path, tool)  # the control: the export itself reads
+
+
+KEY_PATHS = {"label-studio": {("data", "key"), ("key",)}, "prodigy": {("meta", "key")},
+             "argilla": {("metadata", "key"), ("fields", "key")}, "jsonl": {("key",)}}
+
+
+CSV_SHAPES = {"label-studio-csv": SHAPES["label-studio-csv"], "mturk": SHAPES["mturk"],
+              "csv": ("labels.csv", lambda: "key,label,annotator,time\n1,yes,ann,2026-11-25T06:00:00Z\n2,no,bob,\n", "csv")}
+HOSTILE_CELLS = [DEEP, '{"choices": 5}', '{"choices": ["correct", "incorrect"]}', "[1, 2]", str(10**30), '"', "a\nb", "\x00"]
+
+
+@pytest.mark.parametrize("shape", sorted(CSV_SHAPES))
+def test_every_csv_format_refuses_any_hostile_cell_in_one_line(tmp_path, shape):
+    name, make, tool = CSV_SHAPES[shape]
+    frame = pd.read_csv(io.StringIO(make()), dtype=str, keep_default_na=False)
+    path = tmp_path / name
+    for column in frame.columns:
+        for cell in HOSTILE_CELLS:
+            frame.loc[0, column], saved = cell, frame.loc[0, column]
+            path.write_text(frame.to_csv(index=False))
+            _assert_refused_or_read(path, tool)
+            frame.loc[0, column] = saved
+    for hostile in ("key\tlabel\n1\t1\n", make()[: len(make()) // 2] + '"', "\x00\x01"):
+        path.write_text(hostile)
+        _assert_refused_or_read(path, tool)
+    path.write_text(make())
+    assert _assert_refused_or_read(path, tool)
+
+
+@pytest.mark.parametrize("column, values", [
+    ("key", pa.array([[1, 2], [3]])), ("key", pa.array([{"a": 1}, {"a": 2}])), ("label", pa.array([[1], [0]])),
+    ("time", pa.array([5, 6])), ("key", pa.array([True, False])),
+])
+def test_parquet_label_files_with_columns_of_other_shapes_are_refused(tmp_path, column, values):
+    table = {"key": pa.array(["a", "b"]), "label": pa.array([1, 0]), **{column: values}}
+    path = tmp_path / "labels.parquet"
+    pq.write_table(pa.table(table), path)
+    with pytest.raises(DataError, match=rf"{path}, row 1: the {'verdict' if column == 'label' else column} is"):
+        read_label_file(str(path))
+
+
+HOSTILE_FILES = {  # name: (file, content, what the one line says)
+    "deep json": ("deep.json", DEEP, "nested too deeply"),
+    "deep jsonl": ("deep.jsonl", '{"key": 1, "label": ' + DEEP + "}\n", "line 1: JSON nested too deeply"),
+    "annotations a dict": ("ls.json", json.dumps([{"data": {"key": 1}, "annotations": {"result": []}}]),
+                           "task 1, field 'annotations': a list was expected, not a JSON object"),
+    "annotations a string": ("ls.json", json.dumps([{"data": {"key": 1}, "annotations": "x"}]), "field 'annotations': a list was expected"),
+    "result a dict": ("ls.json", json.dumps([{"data": {"key": 1}, "annotations": [{"result": {"a": 1}}]}]),
+                      "annotation 1, field 'result': a list was expected"),
+    "data a string": ("ls.json", json.dumps([{"data": "x", "annotations": []}]), "task 1, field 'data': a JSON object was expected"),
+    "mixed types in a column": ("mixed.jsonl", '{"key": 1, "label": 1, "time": 5}\n{"key": "a", "label": "yes", "time": "2026-01-01"}\n',
+                                "row 1: the time is the number 5"),
+    "a key that is a list": ("k.jsonl", '{"key": [1, 2], "label": 1}\n', "row 1: the key is a list"),
+    "a key that is an object": ("k.jsonl", '{"key": {"a": 1}, "label": 1}\n', "row 1: the key is a JSON object"),
+    "an oversized verdict": ("big.jsonl", '{"key": 1, "label": %d}\n' % 10**30, "row 1 has the verdict 1000000000000000000000000000000"),
+    "an oversized time": ("big.jsonl", '{"key": 1, "label": 1, "time": "%d"}\n' % 10**30, "time"),
+    "an oversized prodigy time": ("p.jsonl", json.dumps({"meta": {"key": 1}, "answer": "accept", "_timestamp": 10**30}),
+                                  "field '_timestamp': 1000000000000000000000000000000 is not a time"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_FILES))
+def test_each_hostile_shape_exits_2_with_one_line_naming_file_place_and_fix(tmp_path, case):
+    name, content, says = HOSTILE_FILES[case]
+    path = tmp_path / name
+    path.write_text(content)
+    code, out, err = cli("labels", "import", "--store", str(tmp_path / "store"), str(path))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(path) in err and says in err, err
+    assert not (tmp_path / "store").exists()
+
+
+def test_an_oversized_integer_key_is_stored_exactly(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"key": %d, "label": 1}\n' % 10**30)
+    assert read_label_file(str(path))["key"].tolist() == [str(10**30)]
