@@ -196,9 +196,12 @@ def _read_csv(text: str, origin: str) -> pd.DataFrame:
     try:
         return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])
     except (ValueError, csv.Error) as exc:
-        detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise refusal(origin, None, f"not readable as CSV ({detail})",
-                      "give every row as many comma-separated cells as the header, quote cells that hold commas") from None
+        fix = "give every row as many comma-separated cells as the header, and quote cells that hold commas"
+        cells = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if cells:
+            raise refusal(origin, f"line {cells.group(2)}", f"{cells.group(3)} cells where the header has {cells.group(1)}", fix) from None
+        detail = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__
+        raise refusal(origin, None, f"not readable as CSV ({detail})", fix) from None
 
 
 def _read_parquet(data: bytes, origin: str) -> pd.DataFrame:
