@@ -11,52 +11,45 @@ not know is refused in one line naming the file, the place and the fix, never gu
 What each format's fields mean (anything else in the file is ignored; a record that is not a
 verdict is counted under its reason, never dropped silently):
 
-=====================  =====================================================================
-Label Studio JSON      a list of tasks ``{"id", "data", "annotations", "drafts"}``. Key:
-                       ``data.key`` (``--key-field`` names another path, e.g. ``data.id``).
-                       Verdict: the one choice of the *verdict control*: ``--control NAME``,
-                       else the Choices control named verdict / label / answer / judgement /
-                       judgment / correct, else the only Choices control (several, none named:
-                       refused, listing them). Several choices, or no answer to that control:
-                       reported, not a verdict. ``was_cancelled`` (a skipped task) = cannot
-                       judge. An annotation whose last review (``reviews``, Label Studio
-                       Enterprise) has ``accepted: false`` is left out (rejected). When a task
-                       has ground-truth annotations (``ground_truth: true``), only they are read
-                       (the others are reported as superseded). ``drafts`` are never verdicts
-                       (reported). Annotator: ``completed_by`` (an id, or the e-mail of an
-                       object); time: ``updated_at``, else ``created_at``.
-Label Studio JSON-MIN  one flat record per annotation (the converter's ``JSON_MIN`` / ``CSV``):
-and CSV                the task data's columns, the verdict control's column (same choice of
-                       control), ``annotator``, ``updated_at``. A multi-choice answer
-                       (``{"choices": [...]}``) is reported, not a verdict. These exports carry
-                       no skipped (cancelled) annotations, drafts or reviews: items every
-                       annotator skipped are missing instead of cannot judge (the import says
-                       so).
-MTurk batch results    one row per assignment: ``Input.key`` (or ``Input.key_1 ... key_n`` for
-                       several items per HIT, each answered by ``Answer.<control>_i``), the
-                       answer ``Answer.<control>`` (``--control``, else the preferred names,
-                       else the only answer), or the crowd-form ``Answer.taskAnswers`` JSON
-                       (its ``<control>`` field: a word, ``{"label": word}`` or radio buttons
-                       ``{option: {"on": true}}``); ``WorkerId``, ``SubmitTime``. Rejected
-                       assignments are left out (reported).
-Prodigy db-out JSONL   one task per line. Key: ``key``, else ``meta.key`` (``--key-field`` for
-                       another path, e.g. ``_input_hash``). ``answer``: accept / reject /
-                       ignore (= cannot judge). A choice task (``options``): an accepted answer
-                       with exactly one selected option has that option's id as its verdict;
-                       none or several selected, or a rejected choice task, is reported, not a
-                       verdict. Annotator ``_annotator_id``, else ``_session_id``; time
-                       ``_timestamp`` (seconds since 1970).
-Argilla records        ``records.to_json`` (2.x: ``responses: {question: [{"value",
-                       "user_id", "status"}]}``) or the 1.x list ``responses: [{"user_id",
-                       "values", "status"}]``. Key: ``metadata.key``, else ``fields.key``, else
-                       ``id`` (or ``--key-field``). Question: ``--control``, else the preferred
-                       names, else the only question. Status submitted = a verdict, discarded =
-                       cannot judge, draft = reported, not a verdict. A response without a
-                       status (the released 2.x SDK's ``to_json`` writes none) is read as
-                       submitted, and the import says so.
-Plain CSV/JSONL/       ``key``, ``label`` (and optionally ``annotator``, ``time`` as date-time
-Parquet                text); a ``.json`` file holding one JSON array is read as one.
-=====================  =====================================================================
+Label Studio JSON
+    a list of tasks ``{"id", "data", "annotations", "drafts"}``. Key: ``data.key`` (``--key-field``
+    names another path, e.g. ``data.id``). Verdict: the one choice of the *verdict control*:
+    ``--control NAME``, else the Choices control named verdict / label / answer / judgement /
+    judgment / correct, else the only Choices control (several, none named: refused, listing them).
+    Several choices, or no answer to that control: reported, not a verdict. ``was_cancelled`` (a
+    skipped task) = cannot judge. An annotation whose last review (``reviews``, Label Studio
+    Enterprise) has ``accepted: false`` is left out (rejected). When a task has ground-truth
+    annotations (``ground_truth: true``), only they are read (the others are reported as
+    superseded). ``drafts`` are never verdicts (reported). Annotator: ``completed_by`` (an id, or
+    the e-mail of an object); time: ``updated_at``, else ``created_at``.
+Label Studio JSON-MIN and CSV
+    one flat record per annotation (the converter's ``JSON_MIN`` / ``CSV``): the task data's
+    columns, the verdict control's column (same choice of control), ``annotator``, ``updated_at``. A
+    multi-choice answer (``{"choices": [...]}``) is reported, not a verdict. These exports carry no
+    skipped (cancelled) annotations, drafts or reviews: items every annotator skipped are missing
+    instead of cannot judge (the import says so).
+MTurk batch results CSV
+    one row per assignment: ``Input.key`` (or ``Input.key_1 ... key_n`` for several items per HIT,
+    each answered by ``Answer.<control>_i``), the answer ``Answer.<control>`` (``--control``, else
+    the preferred names, else the only answer), or the crowd-form ``Answer.taskAnswers`` JSON (its
+    ``<control>`` field: a word, ``{"label": word}`` or radio buttons ``{option: {"on": true}}``);
+    ``WorkerId``, ``SubmitTime``. Rejected assignments are left out (reported).
+Prodigy db-out JSONL
+    one task per line. Key: ``key``, else ``meta.key`` (``--key-field`` for another path, e.g.
+    ``_input_hash``). ``answer``: accept / reject / ignore (= cannot judge). A choice task
+    (``options``): an accepted answer with exactly one selected option has that option's id as its
+    verdict; none or several selected, or a rejected choice task, is reported, not a verdict.
+    Annotator ``_annotator_id``, else ``_session_id``; time ``_timestamp`` (seconds since 1970).
+Argilla records
+    ``records.to_json`` (2.x: ``responses: {question: [{"value", "user_id", "status"}]}``) or the
+    1.x list ``responses: [{"user_id", "values", "status"}]``. Key: ``metadata.key``, else
+    ``fields.key``, else ``id`` (or ``--key-field``). Question: ``--control``, else the preferred
+    names, else the only question. Status submitted = a verdict, discarded = cannot judge, draft =
+    reported, not a verdict. A response without a status (the released 2.x SDK's ``to_json`` writes
+    none) is read as submitted, and the import says so.
+Plain CSV, JSONL and Parquet
+    ``key``, ``label`` (and optionally ``annotator``, ``time`` as date-time text); a ``.json`` file
+    holding one JSON array is read as one.
 """
 
 from __future__ import annotations
