@@ -229,68 +229,68 @@ def _assert_refused_or_read(path, fmt):
         return False
 
 
-JSON_SHAPES = [s for s in SHAPES if SHAPES[s][0].endswith((".json", ".jsonl"))]
+KEY_PATHS = {"label-studio": {("data", "key"), ("key",)}, "prodigy": {("meta", "key")},
+             "argilla": {("metadata", "key"), ("fields", "key")}, "jsonl": {("key",)}}
+HOSTILE_CELLS = ["[" * 5000 + "]" * 5000, '{"choices": 5}', '{"choices": ["correct", "incorrect"]}', "[1, 2]", str(10**30), '"', "a\nb", "\x00"]
+PARQUET_COLUMNS = [("key", [[1, 2], [3]]), ("key", [{"a": 1}, {"a": 2}]), ("label", [[1], [0]]), ("time", [5, 6]), ("key", [True, False])]
+BATTERY = {  # every label format: its file, as the tool writes it
+    **SHAPES,
+    "jsonl": ("labels.jsonl", lambda: '{"key": 1, "label": "yes", "annotator": "ann", "time": "2026-11-25T06:00:00Z"}\n'
+                                      '{"key": "b", "label": 0}\n', "jsonl"),
+    "csv": ("labels.csv", lambda: "key,label,annotator,time\n1,yes,ann,2026-11-25T06:00:00Z\n2,no,bob,\n", "csv"),
+    "parquet": ("labels.parquet", None, "parquet"),
+}
 
 
-@pytest.mark.parametrize("shape", JSON_SHAPES)
-def test_every_json_format_refuses_any_hostile_value_in_any_field_in_one_line(tmp_path, shape):
-    name, make, tool = SHAPES[shape]
-    text = make()
-    records = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines() if line]
-    lines = name.endswith(".jsonl")
+@pytest.mark.parametrize("shape", sorted(BATTERY))
+def test_every_label_format_reads_or_refuses_every_hostile_shape_in_one_line(tmp_path, shape):
+    """Every field of every format's file replaced by hostile values: the file reads, or one
+    PrdistError names it (never another exception); keys that are not one scalar, deep nesting,
+    truncation and garbage are always refused."""
+    name, make, tool = BATTERY[shape]
     path = tmp_path / name
-    for where in _paths(records[0]):
-        for value in HOSTILE_VALUES:
-            first = _replaced(records[0], where, value)
-            body = [first, *records[1:]]
-            path.write_text("\n".join(json.dumps(r) for r in body) if lines else json.dumps(body))
-            read = _assert_refused_or_read(path, tool)
-            if where in KEY_PATHS[tool] and isinstance(value, (dict, list, bool, float)):
-                assert not read, (shape, where, value)  # a key is one scalar: never stored as two items
-    for hostile in (DEEP, text.rstrip()[:-2], "\x00\x01garbage"):
-        path.write_text(hostile if not lines else hostile + "\n")
+    if tool == "parquet":
+        for column, values in PARQUET_COLUMNS:
+            pq.write_table(pa.table({"key": ["a", "b"], "label": [1, 0], column: values}), path)
+            with pytest.raises(DataError, match=rf"{path}, row 1: the {'verdict' if column == 'label' else column} is"):
+                read_label_file(str(path))
+        pq.write_table(pa.table({"key": ["a", "b"], "label": [1, 0]}), path)
+        assert _assert_refused_or_read(path, tool)
+        return
+    text = make()
+    if name.endswith(".csv"):
+        _hostile_cells(path, text, tool)
+    else:
+        _hostile_values(path, text, tool, lines=name.endswith(".jsonl"))
+    truncated = text + '"an unclosed quote,1\n' if name.endswith(".csv") else text.rstrip()[:-2]
+    for hostile in (DEEP, truncated, "\x00\x01garbage"):
+        path.write_text(hostile)
         assert not _assert_refused_or_read(path, tool)
     path.write_text(text)
     assert _assert_refused_or_read(path, tool)  # the control: the export itself reads
 
 
-KEY_PATHS = {"label-studio": {("data", "key"), ("key",)}, "prodigy": {("meta", "key")},
-             "argilla": {("metadata", "key"), ("fields", "key")}, "jsonl": {("key",)}}
+def _hostile_values(path, text, tool, *, lines):
+    records = json.loads(text) if not lines else [json.loads(line) for line in text.splitlines() if line]
+    for where in _paths(records[0]):
+        for value in HOSTILE_VALUES:
+            body = [_replaced(records[0], where, value), *records[1:]]
+            path.write_text("\n".join(json.dumps(r) for r in body) if lines else json.dumps(body))
+            read = _assert_refused_or_read(path, tool)
+            if where in KEY_PATHS[tool] and isinstance(value, (dict, list, bool, float)):
+                assert not read, (where, value)  # a key is one scalar: never stored as two items
 
 
-CSV_SHAPES = {"label-studio-csv": SHAPES["label-studio-csv"], "mturk": SHAPES["mturk"],
-              "csv": ("labels.csv", lambda: "key,label,annotator,time\n1,yes,ann,2026-11-25T06:00:00Z\n2,no,bob,\n", "csv")}
-HOSTILE_CELLS = [DEEP, '{"choices": 5}', '{"choices": ["correct", "incorrect"]}', "[1, 2]", str(10**30), '"', "a\nb", "\x00"]
-
-
-@pytest.mark.parametrize("shape", sorted(CSV_SHAPES))
-def test_every_csv_format_refuses_any_hostile_cell_in_one_line(tmp_path, shape):
-    name, make, tool = CSV_SHAPES[shape]
-    frame = pd.read_csv(io.StringIO(make()), dtype=str, keep_default_na=False)
-    path = tmp_path / name
-    for column in frame.columns:
+def _hostile_cells(path, text, tool):
+    frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    # MTurk's other 25 columns are bookkeeping the reader never opens: one stands for them all.
+    read = [c for c in frame.columns if tool != "mturk" or c.startswith(("Input.", "Answer.", "Worker", "Assignment", "Submit", "Title"))]
+    for column in read:
         for cell in HOSTILE_CELLS:
             frame.loc[0, column], saved = cell, frame.loc[0, column]
             path.write_text(frame.to_csv(index=False))
             _assert_refused_or_read(path, tool)
             frame.loc[0, column] = saved
-    for hostile in ("key\tlabel\n1\t1\n", make()[: len(make()) // 2] + '"', "\x00\x01"):
-        path.write_text(hostile)
-        _assert_refused_or_read(path, tool)
-    path.write_text(make())
-    assert _assert_refused_or_read(path, tool)
-
-
-@pytest.mark.parametrize("column, values", [
-    ("key", pa.array([[1, 2], [3]])), ("key", pa.array([{"a": 1}, {"a": 2}])), ("label", pa.array([[1], [0]])),
-    ("time", pa.array([5, 6])), ("key", pa.array([True, False])),
-])
-def test_parquet_label_files_with_columns_of_other_shapes_are_refused(tmp_path, column, values):
-    table = {"key": pa.array(["a", "b"]), "label": pa.array([1, 0]), **{column: values}}
-    path = tmp_path / "labels.parquet"
-    pq.write_table(pa.table(table), path)
-    with pytest.raises(DataError, match=rf"{path}, row 1: the {'verdict' if column == 'label' else column} is"):
-        read_label_file(str(path))
 
 
 HOSTILE_FILES = {  # name: (file, content, what the one line says)
@@ -392,6 +392,18 @@ def test_label_studio_multi_choice_reviews_ground_truth_and_drafts(tmp_path):
     assert kinds == {"101": "correct", "102": "incorrect", "103": "correct", "104": "cannot_judge"}
 
 
+def test_label_studio_tasks_made_outside_prdist_are_keyed_where_the_user_says(tmp_path):
+    def outside(tasks):
+        for task in tasks:
+            task["data"]["item_id"] = task["data"].pop("key")
+    tasks = _ls_tasks(outside=outside)
+    code, out, err, store = _import(tmp_path, "export.json", tasks)
+    assert code == 2 and "task 1 (id 101): no key at data.key" in err and "--key-field (e.g. data.id)" in err
+    code, out, err, store = _import(tmp_path, "export.json", tasks, "--key-field", "data.item_id")
+    assert code == 0, err
+    assert lookup_labels(store, list(TEXT)).kinds.to_dict() == EXPECTED
+
+
 LS_CONFIG = """<View><Text name="text" value="$text"/>
 <Choices name="blurry" toName="text"><Choice value="yes"/><Choice value="no"/></Choices>
 <Choices name="verdict" toName="text"><Choice value="correct"/><Choice value="incorrect"/><Choice value="cannot judge"/></Choices>
@@ -433,6 +445,10 @@ def test_prodigy_choice_answers_without_one_selection_are_not_verdicts_and_key_f
     assert code == 0, err
     assert "skipped: 1 choice task rejected, 1 no single option selected, 1 several choices" in out
     assert lookup_labels(store, [11, 12, 13, 14, 15]).kinds.tolist() == ["correct", "missing", "missing", "missing", "cannot_judge"]
+    numbered = [{"id": 0, "text": "incorrect"}, {"id": 1, "text": "correct"}]
+    code, out, err, store = _import(tmp_path, "num.jsonl", json.dumps({"options": numbered, "accept": [0], "answer": "accept",
+                                                                       "meta": {"key": "n"}, "_annotator_id": "x"}))
+    assert code == 0 and lookup_labels(store, ["n"]).kinds.tolist() == ["incorrect"], err  # option 0's text, not the number
 
 
 def _argilla_records(statuses: bool):

@@ -38,7 +38,8 @@ Prodigy db-out JSONL
     one task per line. Key: ``key``, else ``meta.key`` (``--key-field`` for another path, e.g.
     ``_input_hash``). ``answer``: accept / reject / ignore (= cannot judge). A choice task
     (``options``): an accepted answer with exactly one selected option has that option's id as its
-    verdict; none or several selected, or a rejected choice task, is reported, not a verdict.
+    verdict (the option's text when the id is a number); none or several selected, or a rejected
+    choice task, is reported, not a verdict.
     Annotator ``_annotator_id``, else ``_session_id``; time ``_timestamp`` (seconds since 1970).
 Argilla records
     ``records.to_json`` (2.x: ``responses: {question: [{"value", "user_id", "status"}]}``) or the
@@ -243,6 +244,8 @@ def _key(value, origin: str, place: str):
 def _checked(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
     """Refuse keys that are not one scalar and values or times that are JSON objects or lists."""
     for name, column in (("key", "key"), ("verdict", "value"), ("annotator", "annotator"), ("time", "time")):
+        if frame[column].dtype != object and not (column == "time" and frame[column].dtype.kind in "iuf"):
+            continue  # a typed column (Parquet) holds scalars
         values = frame[column].to_numpy(dtype=object)
         for row, value in zip(frame["row"].to_numpy(), values):
             if column == "key":
@@ -403,6 +406,9 @@ def _ls_user(user, origin: str, place: str) -> str | None:
 
 def _label_studio_min(frame: pd.DataFrame, origin: str, layout: Layout) -> pd.DataFrame:
     key = (layout.key_field or "key").removeprefix("data.")
+    if layout.key_field == "data.id":
+        raise refusal(origin, None, "the converter's 'id' column is Label Studio's task id, not data.id",
+                      "import the JSON export with --key-field data.id, or give --key-field id for the task id")
     if key not in frame.columns:
         raise DataError(f"Label file {origin!r} (Label Studio JSON-MIN/CSV) has no {key!r} column; it has {list(map(str, frame.columns))[:20]}. "
                         "Name the key's column with --key-field.")
@@ -572,7 +578,16 @@ def _prodigy_answer(row: dict, origin: str, place: str) -> tuple:
     accepted = expect(row.get("accept") or [], list, origin, f"{place}, field 'accept'", "export the dataset again with db-out")
     if len(accepted) != 1:
         return None, NO_OPTION if not accepted else SEVERAL
-    return _scalar(accepted[0], origin, place, "option"), None
+    chosen = _scalar(accepted[0], origin, place, "option")
+    if isinstance(chosen, str):
+        return chosen, None
+    # A numbered option (id 0, 1, ...): its text is the verdict, never the number.
+    options = expect(row.get("options") or [], list, origin, f"{place}, field 'options'", "export the dataset again with db-out")
+    texts = [o.get("text") for o in options if isinstance(o, dict) and o.get("id") == chosen]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        raise refusal(origin, place, f"the selected option {chosen!r} has no text among the task's options",
+                      "give the choice options text ids (e.g. correct / incorrect), or export the dataset again")
+    return texts[0], None
 
 
 # ---------------------------------------------------------------------------------------------
