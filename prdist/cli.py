@@ -1065,7 +1065,7 @@ def _count_options_fit(parser: argparse.ArgumentParser) -> None:
 URL_OPTIONS = {
     "resource": "--resource", "out": "--out", "labels": "--labels", "store": "--store",
     "files": "the label file", "run": "--run", "runs": "--runs", "exhaustive": "--exhaustive",
-    "systems": "--system", "api_url": "--api-url", "sources": "the input file",
+    "systems": "--system", "api_url": "--api-url", "sources": "the input file", "annotator_map": "--annotator-map",
 }  # fmt: skip
 
 
