@@ -759,11 +759,12 @@ def _add_labels(sub) -> None:
     imp.add_argument("--skip", action="append", default=[], metavar="V", help="a tool's word for 'cannot judge' (repeatable)")
     imp.add_argument("--annotator", default=None, help="who labeled (when the files do not say)")
     imp.add_argument("--control", default=None, metavar="NAME",
-                     help="the question that holds the verdict: Label Studio control (from_name), MTurk answer or "
-                          "Argilla question (default: the one named verdict or label, else the only one)")
+                     help="the question that holds the verdict: Label Studio control (from_name), MTurk answer, "
+                          "Argilla question or a plain file's column (default: the one named verdict or label, else "
+                          "the only one; a plain file's: label)")
     imp.add_argument("--key-field", dest="key_field", default=None, metavar="PATH",
-                     help="where each record holds the item key, a dotted path such as data.id, meta.key or "
-                          "_input_hash (default: key, as prdist's tasks have it)")
+                     help="where each record holds the item key: a dotted path such as data.id, meta.key or "
+                          "_input_hash, or a column (default: key, as prdist's tasks have it)")
     imp.add_argument("--annotator-map", dest="annotator_map", default=None, metavar="FILE",
                      help='annotator ids to people: a JSON object {"id": "person"} or a CSV id,annotator '
                           "(one person under several ids is one annotator)")

@@ -524,6 +524,14 @@ def test_a_tools_own_word_wins_over_the_same_built_in_word(tmp_path):
     assert code == 2 and "given for two verdicts" in err
 
 
+def test_plain_files_name_other_columns_and_a_single_task_object_reads(tmp_path):
+    code, out, err, store = _import(tmp_path, "l.csv", "item,verdict\na,yes\n", "--key-field", "item", "--control", "verdict")
+    assert code == 0 and lookup_labels(store, ["a"]).kinds.tolist() == ["correct"], err
+    task = json.dumps(json.loads(label_studio_json())[0], indent=2)  # one task, pretty-printed
+    code, out, err, store = _import(tmp_path, "task.json", task)
+    assert code == 0 and "3 verdicts on 1 keys" in out, err
+
+
 def test_a_time_in_the_future_is_refused_so_a_later_correction_counts(tmp_path):
     content = "key,label,annotator,time\na,correct,ann,2099-01-01T00:00:00Z\na,incorrect,ann,2026-11-25T00:00:00Z\n"
     code, out, err, store = _import(tmp_path, "l.csv", content)
@@ -532,7 +540,8 @@ def test_a_time_in_the_future_is_refused_so_a_later_correction_counts(tmp_path):
 
 @pytest.mark.parametrize("name, content, fmt, says", [
     ("l.csv", "Key,Label\n1,1\n", "auto", "column names are case-sensitive: rename 'Key' to 'key' and 'Label' to 'label'"),
-    ("l.csv", "key,verdict\n1,1\n", "auto", "rename the column 'verdict' to 'label'"),
+    ("l.csv", "key,verdict\n1,1\n", "auto", "rename the column 'verdict' to 'label', or give --control verdict"),
+    ("l.csv", "id,label\n1,1\n", "auto", "rename the column 'id' to 'key', or give --key-field id"),
     ("l.csv", "key\tlabel\n1\t1\n", "auto", "the columns are separated by tabs"),
     ("l.csv", "k1,yes\nk2,no\n", "auto", "no header row: add the line key,label at its top"),
     ("m.json", '[{"key": 1}]', "mturk", "--format mturk reads csv, and this file is json"),

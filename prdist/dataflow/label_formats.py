@@ -49,14 +49,16 @@ Argilla records
     reported, not a verdict. A response without a status (the released 2.x SDK's ``to_json`` writes
     none) is read as submitted, and the import says so.
 Plain CSV, JSONL and Parquet
-    ``key``, ``label`` (and optionally ``annotator``, ``time`` as date-time text); a ``.json`` file
-    holding one JSON array is read as one.
+    ``key``, ``label`` (and optionally ``annotator``, ``time`` as date-time text); ``--key-field``
+    and ``--control`` name other key and verdict columns. A ``.json`` file holding one JSON array
+    (or one object) is read as one.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,7 +182,21 @@ def _parse_text(text: str, origin: str, fmt: str):
         rows = expect(rows, list, origin, None, "write one JSON array of objects, or one JSON object per line")
         return "json", [expect(r, dict, origin, f"record {n}", "write one JSON object per record")
                         for n, r in enumerate(rows, start=1)]
-    return "json", [record for _, record in json_lines(text, origin)]
+    try:
+        return "json", [record for _, record in json_lines(text, origin)]
+    except DataError:
+        whole = _one_object(text)  # one pretty-printed object (a single task), not JSON Lines
+        if whole is None:
+            raise
+        return "json", [whole]
+
+
+def _one_object(text: str) -> dict | None:
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return whole if isinstance(whole, dict) else None
 
 
 def _read_csv(text: str, origin: str) -> pd.DataFrame:
@@ -294,15 +310,15 @@ _HINTS = {"verdict": "label", "answer": "label", "id": "key", "item": "key"}
 def _plain(content, origin: str, layout: Layout) -> pd.DataFrame:
     """key, label[, annotator, time] columns, as prdist's own files and stores have them."""
     frame = content if isinstance(content, pd.DataFrame) else pd.DataFrame(content)
-    key = layout.key_field or "key"
-    missing = [c for c in (key, "label") if c not in frame.columns]
+    key, label = layout.key_field or "key", layout.control or "label"
+    missing = [c for c in (key, label) if c not in frame.columns]
     if missing:
         raise DataError(f"Label file {origin!r} lacks the column(s) {missing}; it has {list(map(str, frame.columns))[:20]}. "
                         f"{_plain_hint(frame, key)}")
     out = pd.DataFrame({
         "row": range(1, len(frame) + 1),
         "key": frame[key].to_numpy(dtype=object),
-        "value": frame["label"].to_numpy(dtype=object),
+        "value": frame[label].to_numpy(dtype=object),
         "annotator": frame["annotator"].to_numpy(dtype=object) if "annotator" in frame else None,
         "time": frame["time"].to_numpy(dtype=object) if "time" in frame else None,
         "skip": None,
@@ -318,7 +334,9 @@ def _plain_hint(frame: pd.DataFrame, key: str) -> str:
         return f"Column names are case-sensitive: rename {lower[key]!r} to '{key}' and {lower['label']!r} to 'label'."
     for wrong, right in _HINTS.items():
         if wrong in lower and right not in lower:
-            return f"Rename the column {lower[wrong]!r} to '{right}' (a label file has the columns key,label[,annotator,time])."
+            option = "--key-field" if right == "key" else "--control"
+            return (f"Rename the column {lower[wrong]!r} to '{right}', or give {option} {lower[wrong]} "
+                    "(a label file has the columns key,label[,annotator,time]).")
     if len(columns) == 1 and ("\t" in columns[0] or ";" in columns[0]):
         return "The columns are not separated by commas: save the file as CSV (comma-separated) with the header key,label."
     if 2 <= len(columns) <= 4 and key not in lower and _looks_like_a_verdict(columns[1]):
