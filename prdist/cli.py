@@ -760,8 +760,8 @@ def _add_labels(sub) -> None:
     imp.add_argument("--annotator", default=None, help="who labeled (when the files do not say)")
     imp.add_argument("--control", default=None, metavar="NAME",
                      help="the question that holds the verdict: Label Studio control (from_name), MTurk answer, "
-                          "Argilla question or a plain file's column (default: the one named verdict or label, else "
-                          "the only one; a plain file's: label)")
+                          "Argilla question or a plain file's column (default: the one named verdict, label, answer, "
+                          "judgement, judgment or correct, else the only one; a plain file's: label)")
     imp.add_argument("--key-field", dest="key_field", default=None, metavar="PATH",
                      help="where each record holds the item key: a dotted path such as data.id, meta.key or "
                           "_input_hash, or a column (default: key, as prdist's tasks have it)")

@@ -363,28 +363,43 @@ def _label_studio(content, origin: str, layout: Layout):
     if isinstance(content, pd.DataFrame) or (content and "annotations" not in content[0]):
         frame = content if isinstance(content, pd.DataFrame) else pd.DataFrame(content)
         return _label_studio_min(frame, origin, layout), [FLAT_NOTE]
-    tasks = [(n, task, expect(task.get("data"), dict, origin, f"task {n}, field 'data'", _LS_FIX)) for n, task in enumerate(content, 1)]
-    annotations = [(n, [expect(a, dict, origin, f"task {n}, annotation {i}", _LS_FIX)
-                        for i, a in enumerate(expect(task.get("annotations") or [], list, origin, f"task {n}, field 'annotations'", _LS_FIX), 1)])
-                   for n, task, _ in tasks]
-    controls = [region.get("from_name") for n, anns in annotations for i, a in enumerate(anns, 1)
-                for region in _ls_regions(a, origin, f"task {n}, annotation {i}") if str(region.get("type", "")).lower() == "choices"]
+    tasks = [_ls_task(task, n, origin) for n, task in enumerate(content, 1)]
+    controls = [region.get("from_name") for n, _, anns in tasks for i, a in enumerate(anns, 1)
+                for region in _ls_regions(a, origin, f"task {n}, annotation {i}") if _is_choices(region)]
     control = _pick(controls, layout.control, origin, "Choices control")
     rows = []
-    for (n, task, data), (_, anns) in zip(tasks, annotations):
-        key = _key(_path(task, layout.key_field) if layout.key_field else data.get("key"), origin, f"task {n}")
-        if key is None:
-            raise refusal(origin, f"task {n} (id {task.get('id')!r})", f"no key at {'data.key' if layout.key_field is None else layout.key_field}",
-                          "export tasks made by 'prdist labels export', or name the field with --key-field (e.g. data.id)")
+    for n, task, anns in tasks:
+        key = _ls_key(task, n, origin, layout.key_field)
         truth = any(a.get("ground_truth") is True for a in anns)
         for i, ann in enumerate(anns, 1):
-            skip = SUPERSEDED if truth and ann.get("ground_truth") is not True else _ls_rejected(ann, origin, f"task {n}, annotation {i}")
-            value, why = (CANCELLED, None) if ann.get("was_cancelled") is True else _ls_choice(ann, control, origin, f"task {n}, annotation {i}")
-            rows.append(_row(n, key, value, _ls_user(ann.get("completed_by"), origin, f"task {n}, annotation {i}"),
+            place = f"task {n}, annotation {i}"
+            skip = SUPERSEDED if truth and ann.get("ground_truth") is not True else _ls_rejected(ann, origin, place)
+            value, why = (CANCELLED, None) if ann.get("was_cancelled") is True else _ls_choice(ann, control, origin, place)
+            rows.append(_row(n, key, value, _ls_user(ann.get("completed_by"), origin, place),
                              ann.get("updated_at") or ann.get("created_at"), skip or why))
         drafts = expect(task.get("drafts") or [], list, origin, f"task {n}, field 'drafts'", _LS_FIX)
         rows += [_row(n, key, None, skip=DRAFT) for _ in drafts]
     return _frame(rows), []
+
+
+def _ls_task(task: dict, n: int, origin: str) -> tuple[int, dict, list[dict]]:
+    """(number, task, annotations) of one task whose data and annotations have the shapes Label Studio writes."""
+    expect(task.get("data"), dict, origin, f"task {n}, field 'data'", _LS_FIX)
+    annotations = expect(task.get("annotations") or [], list, origin, f"task {n}, field 'annotations'", _LS_FIX)
+    return n, task, [expect(a, dict, origin, f"task {n}, annotation {i}", _LS_FIX) for i, a in enumerate(annotations, 1)]
+
+
+def _ls_key(task: dict, n: int, origin: str, key_field: str | None):
+    where = key_field or "data.key"
+    key = _key(_path(task, where), origin, f"task {n}")
+    if key is None:
+        raise refusal(origin, f"task {n} (id {task.get('id')!r})", f"no key at {where}",
+                      "export tasks made by 'prdist labels export', or name the field with --key-field (e.g. data.id)")
+    return key
+
+
+def _is_choices(region: dict) -> bool:
+    return str(region.get("type", "")).lower() == "choices"
 
 
 def _ls_regions(ann: dict, origin: str, place: str) -> list[dict]:
@@ -404,8 +419,7 @@ def _ls_rejected(ann: dict, origin: str, place: str) -> str | None:
 
 def _ls_choice(ann: dict, control: str | None, origin: str, place: str) -> tuple[str | None, str | None]:
     """(the choice, None), or (None, why it is not a verdict) for one annotation."""
-    regions = [r for r in _ls_regions(ann, origin, place)
-               if r.get("from_name") == control and str(r.get("type", "")).lower() == "choices"]
+    regions = [r for r in _ls_regions(ann, origin, place) if r.get("from_name") == control and _is_choices(r)]
     if not regions:
         return None, NO_ANSWER
     choices = [c for r in regions
