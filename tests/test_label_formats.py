@@ -308,6 +308,8 @@ HOSTILE_FILES = {  # name: (file, content, what the one line says)
     "a key that is an object": ("k.jsonl", '{"key": {"a": 1}, "label": 1}\n', "row 1: the key is a JSON object"),
     "an oversized verdict": ("big.jsonl", '{"key": 1, "label": %d}\n' % 10**30, "row 1 has the verdict 1000000000000000000000000000000"),
     "an oversized time": ("big.jsonl", '{"key": 1, "label": 1, "time": "%d"}\n' % 10**30, "time"),
+    "an mturk time that is not one": ("Batch_1_batch_results.csv", "WorkerId,SubmitTime,Input.key,Answer.label\nW,\"{[x\",k,yes\n",
+                                      "row 1, column SubmitTime: '{[x' is not a time"),
     "an oversized prodigy time": ("p.jsonl", json.dumps({"meta": {"key": 1}, "answer": "accept", "_timestamp": 10**30}),
                                   "field '_timestamp': 1000000000000000000000000000000 is not a time"),
 }
@@ -383,13 +385,14 @@ def test_label_studio_multi_choice_reviews_ground_truth_and_drafts(tmp_path):
         t101["annotations"][2]["result"][0]["value"]["choices"] = ["correct", "incorrect"]  # cy: two choices
         t102["annotations"][0]["reviews"] = [{"id": 1, "accepted": True, "created_at": "2026-11-25T07:00:00Z"},
                                              {"id": 2, "accepted": False, "created_at": "2026-11-25T08:00:00Z"}]
+        t101["annotations"][1]["last_action"] = "rejected"  # bob's, as Label Studio records a rejecting review
         t103["annotations"][0]["ground_truth"] = True  # ann's "correct" is the ground truth
         t103["drafts"] = [{"id": 5, "user": 2, "result": [{"from_name": "verdict", "type": "choices", "value": {"choices": ["correct"]}}]}]
     code, out, err, store = _import(tmp_path, "export.json", _ls_tasks(odd=odd))
     assert code == 0, err
-    assert "skipped: 2 superseded by ground truth, 1 draft, 1 rejected, 1 several choices" in out
+    assert "skipped: 2 rejected, 2 superseded by ground truth, 1 draft, 1 several choices" in out
     kinds = lookup_labels(store, list(TEXT)).kinds.to_dict()
-    assert kinds == {"101": "correct", "102": "incorrect", "103": "correct", "104": "cannot_judge"}
+    assert kinds == {"101": "correct", "102": "incorrect", "103": "correct", "104": "cannot_judge"}  # 101: ann alone
 
 
 def test_label_studio_tasks_made_outside_prdist_are_keyed_where_the_user_says(tmp_path):

@@ -1,6 +1,6 @@
 """The annotation loop through a real Label Studio server: tasks exported by prdist imported through
 its API, three simulated annotators' verdicts (cannot judge as a skipped task) created through its
-API, a second Choices control answered first and unsubmitted drafts, the export fetched through its API (JSON, and
+API, a second Choices control answered first, unsubmitted drafts and rejected annotations, the export fetched through its API (JSON, and
 JSON-MIN and CSV from its converter) and imported into the store, and the run completing."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ pytestmark = [
     pytest.mark.skipif(not (REVERB / "labels.txt").is_file(), reason=f"the shared ReVerb data is not at {REVERB}"),
 ]
 ITEMS = 60  # ReVerb extractions in the round trip (3 annotations each through the API)
-DRAFTS = 3
+DRAFTS, REJECTED = 3, 2
 BLURRY = '  <Choices name="blurry" toName="field_0" choice="single"><Choice value="yes"/><Choice value="no"/></Choices>\n'
 
 
@@ -62,6 +62,13 @@ def test_round_trip_through_label_studio(tmp_path, label_studio):
                                     "value": {"choices": [word]}}], "completed_by": user}
             created = api.post(f"/api/tasks/{t['id']}/annotations", json=body)
             assert created.status_code == 201, created.text
+    spam = api.post("/api/users", json={"email": "spam@example.org", "username": "spam", "first_name": "spam"}).json()["id"]
+    judged_tasks = [t for t in tasks if not np.isnan(truth[t["data"]["key"]])]
+    for t in judged_tasks[:REJECTED]:  # a wrong verdict a reviewer rejected (Label Studio records it as last_action)
+        word = "incorrect" if truth[t["data"]["key"]] == 1 else "correct"
+        body = {"result": [{"from_name": "verdict", "to_name": "field_0", "type": "choices", "value": {"choices": [word]}}],
+                "completed_by": spam, "last_action": "rejected"}
+        assert api.post(f"/api/tasks/{t['id']}/annotations", json=body).status_code == 201
     for t in tasks[:DRAFTS]:  # an unsubmitted draft is never a verdict
         draft = api.post(f"/api/tasks/{t['id']}/drafts", json={"result": [{"from_name": "verdict", "to_name": "field_0",
                                                                           "type": "choices", "value": {"choices": ["incorrect"]}}],
@@ -73,8 +80,10 @@ def test_round_trip_through_label_studio(tmp_path, label_studio):
         (tmp_path / name).write_bytes(export.content)
 
     code, out, err = cli("labels", "import", "--store", store, str(tmp_path / "export.json"))
-    assert code == 0 and "[label-studio]" in out and f"skipped: {DRAFTS} draft" in out and "note:" not in out, err
-    judged = frame["key"][frame["label"].notna()].tolist()
+    assert code == 0 and "[label-studio]" in out and "by 3 annotator(s)" in out and "note:" not in out, err
+    assert f"skipped: {DRAFTS} draft, {REJECTED} rejected" in out
+    rejected = {t["data"]["key"] for t in judged_tasks[:REJECTED]}  # flat exports carry no reviews: left out here
+    judged = [k for k in frame["key"][frame["label"].notna()] if k not in rejected]
     for flat in ("export-min.json", "export.csv"):  # the server's own converter: same verdicts, and says what it lost
         flat_store = str(tmp_path / f"store-{flat}")
         code, flat_out, err = cli("labels", "import", "--store", flat_store, str(tmp_path / flat))

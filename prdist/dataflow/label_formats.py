@@ -17,10 +17,10 @@ Label Studio JSON
     ``--control NAME``, else the Choices control named verdict / label / answer / judgement /
     judgment / correct, else the only Choices control (several, none named: refused, listing them).
     Several choices, or no answer to that control: reported, not a verdict. ``was_cancelled`` (a
-    skipped task) = cannot judge. An annotation whose last review (``reviews``, Label Studio
-    Enterprise) has ``accepted: false`` is left out (rejected). When a task has ground-truth
-    annotations (``ground_truth: true``), only they are read (the others are reported as
-    superseded). ``drafts`` are never verdicts (reported). Annotator: ``completed_by`` (an id, or
+    skipped task) = cannot judge. An annotation a reviewer rejected (``last_action`` "rejected",
+    or a last ``reviews`` entry with ``accepted: false``) is left out (reported). When a task has
+    ground-truth annotations (``ground_truth: true``), only they are read (the others are
+    reported as superseded). ``drafts`` are never verdicts (reported). Annotator: ``completed_by`` (an id, or
     the e-mail of an object); time: ``updated_at``, else ``created_at``.
 Label Studio JSON-MIN and CSV
     one flat record per annotation (the converter's ``JSON_MIN`` / ``CSV``): the task data's
@@ -408,7 +408,10 @@ def _ls_regions(ann: dict, origin: str, place: str) -> list[dict]:
 
 
 def _ls_rejected(ann: dict, origin: str, place: str) -> str | None:
-    """REJECTED when the annotation's last review rejected it (Label Studio Enterprise reviews)."""
+    """REJECTED when a reviewer rejected the annotation: its ``last_action`` (Label Studio's record
+    of the last review) is "rejected", or its last entry in ``reviews`` has ``accepted: false``."""
+    if ann.get("last_action") == "rejected":
+        return REJECTED
     reviews = expect(ann.get("reviews") or [], list, origin, f"{place}, field 'reviews'", _LS_FIX)
     reviews = [expect(r, dict, origin, f"{place}, review {j}", _LS_FIX) for j, r in enumerate(reviews, 1)]
     if not reviews:
@@ -479,14 +482,18 @@ def _min_value(value, origin: str) -> tuple:
 _MTURK_ZONES = {"PST": "-0800", "PDT": "-0700", "UTC": "+0000", "GMT": "+0000", "EST": "-0500", "EDT": "-0400"}
 
 
-def _mturk_time(text) -> pd.Timestamp | None:
+def _mturk_time(text, origin: str, place: str) -> pd.Timestamp | None:
     """MTurk's ``Wed Nov 25 06:30:00 PST 2026`` (zone abbreviations replaced by offsets)."""
     if not isinstance(text, str) or not text.strip():
         return None
     match = re.fullmatch(r"(\w{3} \w{3} +\d+ [\d:]+) (\w+) (\d{4})", text.strip())
-    if not match or match.group(2) not in _MTURK_ZONES:
-        return pd.Timestamp(text)
-    return pd.Timestamp(f"{match.group(1)} {match.group(3)} {_MTURK_ZONES[match.group(2)]}")
+    try:
+        if not match or match.group(2) not in _MTURK_ZONES:
+            return pd.Timestamp(text)
+        return pd.Timestamp(f"{match.group(1)} {match.group(3)} {_MTURK_ZONES[match.group(2)]}")
+    except (ValueError, OverflowError):
+        raise refusal(origin, f"{place}, column SubmitTime", f"{text[:60]!r} is not a time",
+                      "export the batch results again (MTurk writes e.g. Wed Nov 25 06:30:00 PST 2026)") from None
 
 
 def _mturk(frame: pd.DataFrame, origin: str, layout: Layout):
@@ -500,7 +507,8 @@ def _mturk(frame: pd.DataFrame, origin: str, layout: Layout):
     control = _mturk_control(frame.columns, answers, layout.control, items, origin)
     rejected = frame["AssignmentStatus"].fillna("").to_numpy() == "Rejected" if "AssignmentStatus" in frame else np.zeros(len(frame), bool)
     workers = frame["WorkerId"].to_numpy(dtype=object) if "WorkerId" in frame else [None] * len(frame)
-    times = [_mturk_time(t) for t in frame["SubmitTime"]] if "SubmitTime" in frame else [None] * len(frame)
+    submitted = frame["SubmitTime"] if "SubmitTime" in frame else [None] * len(frame)
+    times = [_mturk_time(t, origin, f"row {i}") for i, t in enumerate(submitted, 1)]
     rows = []
     for i in range(len(frame)):
         for suffix in items:
