@@ -758,6 +758,16 @@ def _add_labels(sub) -> None:
     imp.add_argument("--negative", action="append", default=[], metavar="V", help="a tool's word for 'incorrect' (repeatable)")
     imp.add_argument("--skip", action="append", default=[], metavar="V", help="a tool's word for 'cannot judge' (repeatable)")
     imp.add_argument("--annotator", default=None, help="who labeled (when the files do not say)")
+    imp.add_argument("--control", default=None, metavar="NAME",
+                     help="the question that holds the verdict: Label Studio control (from_name), MTurk answer, "
+                          "Argilla question or a plain file's column (default: the one named verdict, label, answer, "
+                          "judgement, judgment or correct, else the only one; a plain file's: label)")
+    imp.add_argument("--key-field", dest="key_field", default=None, metavar="PATH",
+                     help="where each record holds the item key: a dotted path such as data.id, meta.key or "
+                          "_input_hash, or a column (default: key, as prdist's tasks have it)")
+    imp.add_argument("--annotator-map", dest="annotator_map", default=None, metavar="FILE",
+                     help='annotator ids to people: a JSON object {"id": "person"} or a CSV id,annotator '
+                          "(one person under several ids is one annotator)")
     imp.add_argument(
         "--resource", default=None, metavar="URL",
         help="refuse labels for keys this Parquet resource does not hold (reads its key column once); "
@@ -787,16 +797,23 @@ def _add_labels(sub) -> None:
 
 
 def _cmd_labels_import(args) -> int:
-    from .dataflow.labels import import_labels
+    from .dataflow.label_formats import Layout
+    from .dataflow.labels import import_labels, read_annotator_map
+    from .redaction import terminal_text
     from .verdicts import VerdictWords
 
     options = _storage_options(args)
     words = VerdictWords(positive=tuple(args.positive), negative=tuple(args.negative), skip=tuple(args.skip))
+    people = read_annotator_map(args.annotator_map, storage_options=options) if args.annotator_map else None
     summary = import_labels(args.store, args.files, storage_options=options, annotator=args.annotator,
-                            resource=args.resource, key=args.key, score=args.score, fmt=args.fmt, words=words)
+                            resource=args.resource, key=args.key, score=args.score, words=words, annotators=people,
+                            layout=Layout(fmt=args.fmt, control=args.control, key_field=args.key_field))
     print(f"prdist labels: {summary.labels:,} verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
           f"({summary.positives:,} correct, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
           f"[{', '.join(dict.fromkeys(summary.formats))}]")
+    print(f"skipped: {summary.skipped_text() or 'none'}")
+    for note in summary.notes:
+        print(f"note: {terminal_text(note)}")
     from flows._runner import may_have_api
 
     if may_have_api():  # prdist.labels.imported, when a Prefect API is configured (then Prefect is imported)
@@ -1055,7 +1072,7 @@ def _count_options_fit(parser: argparse.ArgumentParser) -> None:
 URL_OPTIONS = {
     "resource": "--resource", "out": "--out", "labels": "--labels", "store": "--store",
     "files": "the label file", "run": "--run", "runs": "--runs", "exhaustive": "--exhaustive",
-    "systems": "--system", "api_url": "--api-url", "sources": "the input file",
+    "systems": "--system", "api_url": "--api-url", "sources": "the input file", "annotator_map": "--annotator-map",
 }  # fmt: skip
 
 

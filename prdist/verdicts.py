@@ -70,7 +70,8 @@ def parse_verdicts(values, *, origin: str, rows=None, positive=(), negative=(), 
     """Verdict codes (int8: 1, 0, :data:`CANNOT_JUDGE`) of verdict words, case-insensitive.
 
     ``positive`` / ``negative`` / ``skip`` add a tool's own words (e.g. a Label Studio choice
-    "Relevant"). Anything unrecognised is refused with the row and the value; ``rows`` are the
+    "Relevant"); a word given there means what it is given for, also when it is a built-in word
+    of another verdict (``positive=["no"]``: "no" is correct). Anything unrecognised is refused with the row and the value; ``rows`` are the
     row numbers to name (default: 1-based positions).
 
     Examples
@@ -79,14 +80,24 @@ def parse_verdicts(values, *, origin: str, rows=None, positive=(), negative=(), 
     [1, 0, -1, 1, 0]
     >>> parse_verdicts(["Relevant", "off"], origin="f.csv", positive=["relevant"], negative=["off"]).tolist()
     [1, 0]
+    >>> parse_verdicts(["no", "yes"], origin="f.csv", positive=["no"], negative=["yes"]).tolist()
+    [1, 0]
     >>> parse_verdicts(["1", "maybe"], origin="f.csv")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     prdist.errors.InputError: f.csv: row 2 has the verdict 'maybe'; ...
     """
     words = {code: set(w) for code, w in _WORDS.items()}
-    for code, extra in ((1, positive), (0, negative), (CANNOT_JUDGE, skip)):
-        words[code] |= {str(w).strip().lower() for w in extra}
+    given = {code: {str(w).strip().lower() for w in extra} for code, extra in ((1, positive), (0, negative), (CANNOT_JUDGE, skip))}
+    for code, extra in given.items():
+        for other, theirs in given.items():
+            if other != code and extra & theirs:
+                raise InputError(f"The word {sorted(extra & theirs)[0]!r} is given for two verdicts; give each word once "
+                                 "among --positive, --negative and --skip.")
+        for other in words:  # a tool's own word wins over the same built-in word ("no" = correct)
+            words[other] -= extra
+    for code, extra in given.items():
+        words[code] |= extra
     text = pd.Series(values, dtype=object).map(_word)
     out = np.full(len(text), -2, dtype=np.int8)
     for code, accepted in words.items():

@@ -411,8 +411,8 @@ def _store_with_one_import(tmp_path: Path) -> Path:
 LABEL_CASES = [
     ("label-outside-0-1", "labels.csv", "key,label\n1,1\n4,2\n", ["labels.csv: row 2 has the verdict '2'", "a verdict is 1/0", "--positive/--negative/--skip"], InputError),
     ("label-unparseable", "labels.csv", "key,label\n1,maybe\n", ["row 1 has the verdict 'maybe'", "skip/unsure/cannot judge/ignore"], InputError),
-    ("jsonl-not-json", "labels.jsonl", '{"key": 1, "label": 1}\n{"key": 4, "label":\n', ["could not be read as jsonl", "check its format"], DataError),
-    ("jsonl-not-objects", "labels.jsonl", "[1, 1]\n", ["must hold json objects"], DataError),
+    ("jsonl-not-json", "labels.jsonl", '{"key": 1, "label": 1}\n{"key": 4, "label":\n', ["labels.jsonl, line 2: not valid json", "fix or drop that line"], DataError),
+    ("jsonl-not-objects", "labels.jsonl", "[1, 1]\n", ["record 1: a json object was expected, not an integer"], DataError),
     ("unknown-shape", "labels.txt", "1 1\n", ["lacks the column(s) ['key', 'label']", "or give --format for a tool's export"], DataError),
     ("parquet-not-parquet", "labels.parquet", "PAR1 key,label\n1,1\n", ["could not be read as parquet", "check its format"], DataError),
     ("missing-label-column", "labels.csv", "key,correct\n1,1\n", ["lacks the column(s) ['label']", "needs at least 'key' and 'label'"], DataError),

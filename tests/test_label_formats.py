@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from cli_run import cli
 from prdist.dataflow.labels import import_labels, lookup_labels, read_label_file
 from prdist.errors import DataError, InputError
 from prdist.verdicts import VerdictWords
@@ -167,10 +173,10 @@ def test_a_json_array_of_plain_records_is_read_as_one(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "fmt", "message"),
     [
-        ("t.json", json.dumps([{"data": {"text": "x"}, "annotations": []}]), "auto", "task 1 .* has no 'key' in its data"),
-        ("p.jsonl", json.dumps({"answer": "accept", "_input_hash": 1, "meta": {}}), "auto", "line 1 has neither 'key' nor 'meta.key'"),
+        ("t.json", json.dumps([{"data": {"text": "x"}, "annotations": []}]), "auto", r"task 1 \(id None\): no key at data.key; .* --key-field"),
+        ("p.jsonl", json.dumps({"answer": "accept", "_input_hash": 1, "meta": {}}), "auto", "line 1: no key at key or meta.key; .*--key-field"),
         ("m.csv", "WorkerId,Input.text,Answer.label\nA1,x,yes\n", "mturk", "no 'Input.key' column"),
-        ("m.csv", "Input.key,Answer.a,Answer.b\n1,yes,no\n", "auto", "no verdict column found"),
+        ("m.csv", "Input.key,Answer.a,Answer.b\n1,yes,no\n", "auto", r"2 answers could hold the verdict \('a', 'b'\); name the verdict's with --control NAME"),
         ("x.csv", "key,label\n1,1\n", "excel", "not one of auto, csv"),
     ],
 )
@@ -179,3 +185,371 @@ def test_malformed_exports_are_refused_with_the_fix(tmp_path, name, content, fmt
     path.write_text(content)
     with pytest.raises((DataError, InputError), match=message):
         read_label_file(str(path), fmt=fmt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile shapes, as a class: every format, every field, refused in one line naming the file
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HOSTILE_VALUES = ["x", {"a": 1}, [1, 2], 10**30, None, True, 1.5]
+
+
+def _paths(value, prefix=()):
+    """Every path into a JSON value (keys of objects, indexes of lists), the value itself first."""
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:2]):
+            yield from _paths(v, (*prefix, i))
+
+
+def _replaced(record, path, new):
+    record = json.loads(json.dumps(record))
+    if not path:
+        return new
+    target = record
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = new
+    return record
+
+
+def _assert_refused_or_read(path, fmt):
+    """Either the file reads, or one PrdistError names it: never another exception."""
+    from prdist.errors import PrdistError
+
+    try:
+        read_label_file(str(path), fmt=fmt)
+        return True
+    except PrdistError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc), exc
+        return False
+
+
+KEY_PATHS = {"label-studio": {("data", "key"), ("key",)}, "prodigy": {("meta", "key")},
+             "argilla": {("metadata", "key"), ("fields", "key")}, "jsonl": {("key",)}}
+HOSTILE_CELLS = ["[" * 5000 + "]" * 5000, '{"choices": 5}', '{"choices": ["correct", "incorrect"]}', "[1, 2]", str(10**30), '"', "a\nb", "\x00"]
+PARQUET_COLUMNS = [("key", [[1, 2], [3]]), ("key", [{"a": 1}, {"a": 2}]), ("label", [[1], [0]]), ("time", [5, 6]), ("key", [True, False])]
+BATTERY = {  # every label format: its file, as the tool writes it
+    **SHAPES,
+    "jsonl": ("labels.jsonl", lambda: '{"key": 1, "label": "yes", "annotator": "ann", "time": "2026-11-25T06:00:00Z"}\n'
+                                      '{"key": "b", "label": 0}\n', "jsonl"),
+    "csv": ("labels.csv", lambda: "key,label,annotator,time\n1,yes,ann,2026-11-25T06:00:00Z\n2,no,bob,\n", "csv"),
+    "parquet": ("labels.parquet", None, "parquet"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BATTERY))
+def test_every_label_format_reads_or_refuses_every_hostile_shape_in_one_line(tmp_path, shape):
+    """Every field of every format's file replaced by hostile values: the file reads, or one
+    PrdistError names it (never another exception); keys that are not one scalar, deep nesting,
+    truncation and garbage are always refused."""
+    name, make, tool = BATTERY[shape]
+    path = tmp_path / name
+    if tool == "parquet":
+        for column, values in PARQUET_COLUMNS:
+            pq.write_table(pa.table({"key": ["a", "b"], "label": [1, 0], column: values}), path)
+            with pytest.raises(DataError, match=rf"{path}, row 1: the {'verdict' if column == 'label' else column} is"):
+                read_label_file(str(path))
+        pq.write_table(pa.table({"key": ["a", "b"], "label": [1, 0]}), path)
+        assert _assert_refused_or_read(path, tool)
+        return
+    text = make()
+    if name.endswith(".csv"):
+        _hostile_cells(path, text, tool)
+    else:
+        _hostile_values(path, text, tool, lines=name.endswith(".jsonl"))
+    truncated = text + '"an unclosed quote,1\n' if name.endswith(".csv") else text.rstrip()[:-2]
+    for hostile in (DEEP, truncated, "\x00\x01garbage"):
+        path.write_text(hostile)
+        assert not _assert_refused_or_read(path, tool)
+    path.write_text(text)
+    assert _assert_refused_or_read(path, tool)  # the control: the export itself reads
+
+
+def _hostile_values(path, text, tool, *, lines):
+    records = json.loads(text) if not lines else [json.loads(line) for line in text.splitlines() if line]
+    for where in _paths(records[0]):
+        for value in HOSTILE_VALUES:
+            body = [_replaced(records[0], where, value), *records[1:]]
+            path.write_text("\n".join(json.dumps(r) for r in body) if lines else json.dumps(body))
+            read = _assert_refused_or_read(path, tool)
+            if where in KEY_PATHS[tool] and isinstance(value, (dict, list, bool, float)):
+                assert not read, (where, value)  # a key is one scalar: never stored as two items
+
+
+def _hostile_cells(path, text, tool):
+    frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    # MTurk's other 25 columns are bookkeeping the reader never opens: one stands for them all.
+    read = [c for c in frame.columns if tool != "mturk" or c.startswith(("Input.", "Answer.", "Worker", "Assignment", "Submit", "Title"))]
+    for column in read:
+        for cell in HOSTILE_CELLS:
+            frame.loc[0, column], saved = cell, frame.loc[0, column]
+            path.write_text(frame.to_csv(index=False))
+            _assert_refused_or_read(path, tool)
+            frame.loc[0, column] = saved
+
+
+HOSTILE_FILES = {  # name: (file, content, what the one line says)
+    "deep json": ("deep.json", DEEP, "nested too deeply"),
+    "deep jsonl": ("deep.jsonl", '{"key": 1, "label": ' + DEEP + "}\n", "line 1: JSON nested too deeply"),
+    "annotations a dict": ("ls.json", json.dumps([{"data": {"key": 1}, "annotations": {"result": []}}]),
+                           "task 1, field 'annotations': a list was expected, not a JSON object"),
+    "annotations a string": ("ls.json", json.dumps([{"data": {"key": 1}, "annotations": "x"}]), "field 'annotations': a list was expected"),
+    "result a dict": ("ls.json", json.dumps([{"data": {"key": 1}, "annotations": [{"result": {"a": 1}}]}]),
+                      "annotation 1, field 'result': a list was expected"),
+    "data a string": ("ls.json", json.dumps([{"data": "x", "annotations": []}]), "task 1, field 'data': a JSON object was expected"),
+    "mixed types in a column": ("mixed.jsonl", '{"key": 1, "label": 1, "time": 5}\n{"key": "a", "label": "yes", "time": "2026-01-01"}\n',
+                                "row 1: the time is the number 5"),
+    "a key that is a list": ("k.jsonl", '{"key": [1, 2], "label": 1}\n', "row 1: the key is a list"),
+    "a key that is an object": ("k.jsonl", '{"key": {"a": 1}, "label": 1}\n', "row 1: the key is a JSON object"),
+    "an oversized verdict": ("big.jsonl", '{"key": 1, "label": %d}\n' % 10**30, "row 1 has the verdict 1000000000000000000000000000000"),
+    "an oversized time": ("big.jsonl", '{"key": 1, "label": 1, "time": "%d"}\n' % 10**30, "time"),
+    "an mturk time that is not one": ("Batch_1_batch_results.csv", "WorkerId,SubmitTime,Input.key,Answer.label\nW,\"{[x\",k,yes\n",
+                                      "row 1, column SubmitTime: '{[x' is not a time"),
+    "an oversized prodigy time": ("p.jsonl", json.dumps({"meta": {"key": 1}, "answer": "accept", "_timestamp": 10**30}),
+                                  "field '_timestamp': 1000000000000000000000000000000 is not a time"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_FILES))
+def test_each_hostile_shape_exits_2_with_one_line_naming_file_place_and_fix(tmp_path, case):
+    name, content, says = HOSTILE_FILES[case]
+    path = tmp_path / name
+    path.write_text(content)
+    code, out, err = cli("labels", "import", "--store", str(tmp_path / "store"), str(path))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(path) in err and says in err, err
+    assert not (tmp_path / "store").exists()
+
+
+def test_an_oversized_integer_key_is_stored_exactly(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"key": %d, "label": 1}\n' % 10**30)
+    assert read_label_file(str(path))["key"].tolist() == [str(10**30)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Read the way each tool means it
+
+
+def _ls_tasks(**changes):
+    """The Label Studio export with ``changes(tasks)`` applied."""
+    tasks = json.loads(label_studio_json())
+    for change in changes.values():
+        change(tasks)
+    return tasks
+
+
+def _blurry_first(tasks, name="blurry"):
+    for task in tasks:
+        for ann in task["annotations"]:
+            ann["result"].insert(0, {"from_name": name, "to_name": "text", "type": "choices", "value": {"choices": ["yes"]}})
+
+
+def _import(tmp_path, name, content, *args):
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    store = tmp_path / f"store-{name}"
+    code, out, err = cli("labels", "import", "--store", str(store), *args, str(path))
+    return code, out, err, str(store)
+
+
+def test_label_studio_verdict_is_the_control_named_verdict_not_the_first_choices(tmp_path):
+    code, out, err, store = _import(tmp_path, "export.json", _ls_tasks(blurry=_blurry_first))
+    assert code == 0, err
+    assert lookup_labels(store, list(TEXT)).kinds.to_dict() == EXPECTED
+
+
+def test_several_choices_controls_none_named_verdict_are_refused_listing_them_and_control_picks_one(tmp_path):
+    def rename(tasks):
+        for task in tasks:
+            for ann in task["annotations"]:
+                for region in ann["result"]:
+                    region["from_name"] = "quality" if region["from_name"] == "verdict" else region["from_name"]
+    tasks = _ls_tasks(blurry=_blurry_first, rename=rename)
+    code, out, err, store = _import(tmp_path, "export.json", tasks)
+    assert code == 2 and "2 Choices controls could hold the verdict ('blurry', 'quality')" in err and "--control NAME" in err
+    code, out, err, store = _import(tmp_path, "export.json", tasks, "--control", "quality")
+    assert code == 0, err
+    assert lookup_labels(store, list(TEXT)).kinds.to_dict() == EXPECTED
+    code, out, err, store = _import(tmp_path, "export.json", tasks, "--control", "nope")
+    assert code == 2 and "no Choices control named 'nope'; it has 'blurry', 'quality'" in err
+
+
+def test_label_studio_multi_choice_reviews_ground_truth_and_drafts(tmp_path):
+    def odd(tasks):
+        t101, t102, t103 = tasks[0], tasks[1], tasks[2]
+        t101["annotations"][2]["result"][0]["value"]["choices"] = ["correct", "incorrect"]  # cy: two choices
+        t102["annotations"][0]["reviews"] = [{"id": 1, "accepted": True, "created_at": "2026-11-25T07:00:00Z"},
+                                             {"id": 2, "accepted": False, "created_at": "2026-11-25T08:00:00Z"}]
+        t101["annotations"][1]["last_action"] = "rejected"  # bob's, as Label Studio records a rejecting review
+        t103["annotations"][0]["ground_truth"] = True  # ann's "correct" is the ground truth
+        t103["drafts"] = [{"id": 5, "user": 2, "result": [{"from_name": "verdict", "type": "choices", "value": {"choices": ["correct"]}}]}]
+    code, out, err, store = _import(tmp_path, "export.json", _ls_tasks(odd=odd))
+    assert code == 0, err
+    assert "skipped: 2 rejected, 2 superseded by ground truth, 1 draft, 1 several choices" in out
+    kinds = lookup_labels(store, list(TEXT)).kinds.to_dict()
+    assert kinds == {"101": "correct", "102": "incorrect", "103": "correct", "104": "cannot_judge"}  # 101: ann alone
+
+
+def test_label_studio_tasks_made_outside_prdist_are_keyed_where_the_user_says(tmp_path):
+    def outside(tasks):
+        for task in tasks:
+            task["data"]["item_id"] = task["data"].pop("key")
+    tasks = _ls_tasks(outside=outside)
+    code, out, err, store = _import(tmp_path, "export.json", tasks)
+    assert code == 2 and "task 1 (id 101): no key at data.key" in err and "--key-field (e.g. data.id)" in err
+    code, out, err, store = _import(tmp_path, "export.json", tasks, "--key-field", "data.item_id")
+    assert code == 0, err
+    assert lookup_labels(store, list(TEXT)).kinds.to_dict() == EXPECTED
+
+
+LS_CONFIG = """<View><Text name="text" value="$text"/>
+<Choices name="blurry" toName="text"><Choice value="yes"/><Choice value="no"/></Choices>
+<Choices name="verdict" toName="text"><Choice value="correct"/><Choice value="incorrect"/><Choice value="cannot judge"/></Choices>
+</View>"""
+LS_PYTHON = Path(__file__).resolve().parents[1] / ".venv-label-studio" / "bin" / "python"
+
+
+@pytest.mark.skipif(not LS_PYTHON.is_file(), reason="Label Studio's converter is in .venv-label-studio (make .venv-label-studio/.installed)")
+def test_flat_exports_made_by_label_studios_converter_read_alike_and_say_what_they_lose(tmp_path):
+    (tmp_path / "in.json").write_text(json.dumps(_ls_tasks(blurry=_blurry_first)))
+    script = ("import sys; from label_studio_sdk.converter import Converter; c = Converter(sys.argv[1], sys.argv[2]); "
+              "c.convert_to_json_min(sys.argv[3], sys.argv[4] + '/min', is_dir=False); "
+              "c.convert_to_csv(sys.argv[3], sys.argv[4] + '/csv', is_dir=False, sep=',')")
+    subprocess.run([str(LS_PYTHON), "-c", script, LS_CONFIG, str(tmp_path), str(tmp_path / "in.json"), str(tmp_path)],
+                   check=True, capture_output=True, timeout=120)
+    for made in (tmp_path / "min" / "result.json", tmp_path / "csv" / "result.csv"):
+        store = tmp_path / f"store-{made.parent.name}"
+        code, out, err = cli("labels", "import", "--store", str(store), str(made))
+        assert code == 0 and "[label-studio]" in out, err
+        assert "note: result" in out and "carry no skipped tasks" in out
+        kinds = lookup_labels(str(store), list(TEXT)).kinds.to_dict()
+        # The converter drops cancelled annotations: 103 loses cy's "cannot judge" (1 vs 1: disputed still),
+        # 104 (skipped by all) is missing, as the note says.
+        assert kinds == {"101": "correct", "102": "incorrect", "103": "disputed", "104": "missing"}
+
+
+def test_prodigy_choice_answers_without_one_selection_are_not_verdicts_and_key_field_finds_the_key(tmp_path):
+    options = [{"id": "correct", "text": "correct"}, {"id": "incorrect", "text": "incorrect"}]
+    rows = [{"text": "a", "options": options, "accept": ["correct"], "answer": "accept", "_input_hash": 11, "_annotator_id": "x"},
+            {"text": "b", "options": options, "accept": [], "answer": "accept", "_input_hash": 12, "_annotator_id": "x"},
+            {"text": "c", "options": options, "accept": ["correct", "incorrect"], "answer": "accept", "_input_hash": 13,
+             "_annotator_id": "x"},
+            {"text": "d", "options": options, "accept": ["correct"], "answer": "reject", "_input_hash": 14, "_annotator_id": "x"},
+            {"text": "e", "options": options, "answer": "ignore", "_input_hash": 15, "_annotator_id": "x", "_view_id": "choice"}]
+    content = "".join(json.dumps(r) + "\n" for r in rows)
+    code, out, err, store = _import(tmp_path, "db.jsonl", content, "--format", "prodigy")
+    assert code == 2 and "line 1: no key at key or meta.key" in err and "--key-field" in err
+    code, out, err, store = _import(tmp_path, "db.jsonl", content, "--format", "prodigy", "--key-field", "_input_hash")
+    assert code == 0, err
+    assert "skipped: 1 choice task rejected, 1 no single option selected, 1 several choices" in out
+    assert lookup_labels(store, [11, 12, 13, 14, 15]).kinds.tolist() == ["correct", "missing", "missing", "missing", "cannot_judge"]
+    numbered = [{"id": 0, "text": "incorrect"}, {"id": 1, "text": "correct"}]
+    code, out, err, store = _import(tmp_path, "num.jsonl", json.dumps({"options": numbered, "accept": [0], "answer": "accept",
+                                                                       "meta": {"key": "n"}, "_annotator_id": "x"}))
+    assert code == 0 and lookup_labels(store, ["n"]).kinds.tolist() == ["incorrect"], err  # option 0's text, not the number
+
+
+def _argilla_records(statuses: bool):
+    """Records as argilla 2.8's ``Record.to_dict`` writes them (responses: question -> [{value, user_id}]),
+    with a per-response ``status`` when ``statuses`` (as exports that carry it have it)."""
+    answers = {"101": [("u1", "correct", "submitted"), ("u2", "incorrect", "draft"), ("u3", None, "discarded")],
+               "102": [("u1", "incorrect", "submitted"), ("u2", "incorrect", "submitted")]}
+    return [{"id": f"rec-{k}", "fields": {"text": k}, "metadata": {"key": k}, "suggestions": {}, "vectors": {},
+             "status": "completed", "_server_id": None,
+             "responses": {"verdict": [dict({"value": v, "user_id": u}, **({"status": s} if statuses else {}))
+                                       for u, v, s in rows],
+                           "blurry": [{"value": "no", "user_id": "u1"}]}}
+            for k, rows in answers.items()]
+
+
+def test_argilla_drafts_are_not_verdicts_discarded_is_cannot_judge_and_a_missing_status_is_said(tmp_path):
+    code, out, err, store = _import(tmp_path, "records.json", _argilla_records(statuses=True))
+    assert code == 0, err
+    assert "skipped: 1 draft" in out and "no status" not in out
+    found = lookup_labels(store, ["101", "102"])
+    assert found.kinds.tolist() == ["disputed", "incorrect"]  # u1 correct vs u3 cannot judge; u2's draft is out
+    code, out, err, store = _import(tmp_path, "records.json", _argilla_records(statuses=False))
+    assert code == 0, err
+    assert "skipped: 1 blank" in out and "note: records.json: the Argilla export has no status on 5 response(s)" in out
+
+
+def test_mturk_hits_with_several_items_and_crowd_form_answers(tmp_path):
+    multi = pd.DataFrame({"HITId": ["H1", "H1"], "WorkerId": ["W1", "W2"], "AssignmentStatus": ["Submitted", "Approved"],
+                          "SubmitTime": ["Wed Nov 25 05:00:00 PST 2026"] * 2, "Input.key_1": ["a", "a"], "Input.text_1": ["x", "x"],
+                          "Input.key_2": ["b", "b"], "Input.text_2": ["y", "y"],
+                          "Answer.label_1": ["correct", "correct"], "Answer.label_2": ["incorrect", ""]})
+    code, out, err, store = _import(tmp_path, "multi.csv", multi.to_csv(index=False))
+    assert code == 0 and "[mturk]" in out and "skipped: 1 blank" in out, err
+    assert lookup_labels(store, ["a", "b"]).kinds.tolist() == ["correct", "incorrect"]
+    forms = pd.DataFrame({"HITId": ["H1", "H1", "H2"], "WorkerId": ["W1", "W2", "W1"], "AssignmentStatus": "Submitted",
+                          "Input.key": ["a", "a", "b"],
+                          "Answer.taskAnswers": [json.dumps([{"verdict": {"label": "correct"}}]),
+                                                 json.dumps([{"verdict": {"label": "correct"}}]),
+                                                 json.dumps([{"verdict": {"label": "incorrect"}}])]})
+    code, out, err, store = _import(tmp_path, "forms.csv", forms.to_csv(index=False))
+    assert code == 0, err
+    assert lookup_labels(store, ["a", "b"]).kinds.tolist() == ["correct", "incorrect"]
+    radio = forms.assign(**{"Answer.taskAnswers": [json.dumps([{"correct": {"on": True}, "incorrect": {"on": False}}]),
+                                                   json.dumps([{"correct": {"on": False}, "incorrect": {"on": True}}]),
+                                                   json.dumps([{"correct": {"on": False}, "incorrect": {"on": False}}])]})
+    code, out, err, store = _import(tmp_path, "radio.csv", radio.to_csv(index=False))
+    assert code == 0 and "skipped: 1 no single option selected" in out, err
+    assert lookup_labels(store, ["a", "b"]).kinds.tolist() == ["disputed", "missing"]
+
+
+def test_one_person_under_several_ids_is_one_annotator(tmp_path):
+    rows = [{"meta": {"key": k}, "answer": a, "_input_hash": 1, "_session_id": s, "_timestamp": 1795000000 + i}
+            for i, (k, a, s) in enumerate([("a", "accept", "reverb-2026-11-25_06-00-00"), ("b", "reject", "reverb-2026-11-26_09-00-00"),
+                                           ("a", "reject", "reverb-bob")])]
+    people = tmp_path / "people.json"
+    people.write_text(json.dumps({"reverb-2026-11-25_06-00-00": "ann", "reverb-2026-11-26_09-00-00": "ann", "reverb-bob": "bob"}))
+    code, out, err, store = _import(tmp_path, "db.jsonl", "".join(json.dumps(r) + "\n" for r in rows), "--annotator-map", str(people))
+    assert code == 0 and "by 2 annotator(s)" in out, err
+    (tmp_path / "people.csv").write_text("id,annotator\nreverb-bob,bob\n")
+    assert cli("labels", "import", "--store", str(tmp_path / "s2"), "--annotator-map", str(tmp_path / "people.csv"),
+               str(tmp_path / "db.jsonl"))[0] == 0
+    (tmp_path / "bad.csv").write_text("who,person\nx,y\n")
+    code, out, err = cli("labels", "import", "--store", str(tmp_path / "s3"), "--annotator-map", str(tmp_path / "bad.csv"),
+                         str(tmp_path / "db.jsonl"))
+    assert code == 2 and "bad.csv, line 1: the header is who,person" in err
+
+
+def test_a_tools_own_word_wins_over_the_same_built_in_word(tmp_path):
+    code, out, err, store = _import(tmp_path, "l.csv", "key,label\na,no\nb,yes\n", "--positive", "no", "--negative", "yes")
+    assert code == 0, err
+    assert lookup_labels(store, ["a", "b"]).kinds.tolist() == ["correct", "incorrect"]
+    code, out, err, store = _import(tmp_path, "l.csv", "key,label\na,no\n", "--positive", "no", "--negative", "no")
+    assert code == 2 and "given for two verdicts" in err
+
+
+def test_plain_files_name_other_columns_and_a_single_task_object_reads(tmp_path):
+    code, out, err, store = _import(tmp_path, "l.csv", "item,verdict\na,yes\n", "--key-field", "item", "--control", "verdict")
+    assert code == 0 and lookup_labels(store, ["a"]).kinds.tolist() == ["correct"], err
+    task = json.dumps(json.loads(label_studio_json())[0], indent=2)  # one task, pretty-printed
+    code, out, err, store = _import(tmp_path, "task.json", task)
+    assert code == 0 and "3 verdicts on 1 keys" in out, err
+
+
+def test_a_time_in_the_future_is_refused_so_a_later_correction_counts(tmp_path):
+    content = "key,label,annotator,time\na,correct,ann,2099-01-01T00:00:00Z\na,incorrect,ann,2026-11-25T00:00:00Z\n"
+    code, out, err, store = _import(tmp_path, "l.csv", content)
+    assert code == 2 and "row 1: the time 2099-01-01T00:00:00+00:00 is in the future" in err and "outrank every later correction" in err
+
+
+@pytest.mark.parametrize("name, content, fmt, says", [
+    ("l.csv", "Key,Label\n1,1\n", "auto", "column names are case-sensitive: rename 'Key' to 'key' and 'Label' to 'label'"),
+    ("l.csv", "key,verdict\n1,1\n", "auto", "rename the column 'verdict' to 'label', or give --control verdict"),
+    ("l.csv", "id,label\n1,1\n", "auto", "rename the column 'id' to 'key', or give --key-field id"),
+    ("l.csv", "key\tlabel\n1\t1\n", "auto", "the columns are separated by tabs"),
+    ("l.csv", "k1,yes\nk2,no\n", "auto", "no header row: add the line key,label at its top"),
+    ("m.json", '[{"key": 1}]', "mturk", "--format mturk reads csv, and this file is json"),
+    ("m.csv", "a,b\n1,2\n3,4,5,6,7\n", "mturk", "line 3: 5 cells where the header has 2; give every row as many"),
+])
+def test_label_file_mistakes_are_answered_with_the_fix(tmp_path, name, content, fmt, says):
+    code, out, err, store = _import(tmp_path, name, content, "--format", fmt)
+    assert code == 2 and says.lower() in err.lower() and len(err.strip().splitlines()) == 1 and "tokenizing" not in err, err

@@ -67,8 +67,8 @@ def test_conflicting_labels_inside_one_import_are_refused_and_nothing_written(tm
         ("key,label\n1,2\n", "bad.csv", "bad.csv: row 1 has the verdict '2'"),
         ("key,label\n1,1\n2,\n3,maybe\n", "bad.csv", "bad.csv: row 3 has the verdict 'maybe'"),
         ("id,label\n1,1\n", "bad.csv", r"lacks the column\(s\) \['key'\]"),
-        ("not json\n", "bad.jsonl", "could not be read as JSONL"),
-        ("[1, 2]", "bad.json", "must hold JSON objects"),
+        ("not json\n", "bad.jsonl", r"bad.jsonl, line 1: not valid JSON \(Expecting value\); fix or drop that line"),
+        ("[1, 2]", "bad.json", "bad.json, record 1: a JSON object was expected, not an integer"),
         ("key,label\n1,1\n", "l.csv", None),
     ],
 )

@@ -59,7 +59,7 @@ BASE_ARGV = {
     "synth": ["synth", "--n", "10", "--seed", "1", "--out", "/o"],
     "compare": ["compare", "--system", "a=/r", "--labels", "/l", "--budget", "4", "--seed", "0", "--out", "/o",
                 "--exhaustive", "/e.csv"],
-    "labels import": ["labels", "import", "--store", "/s", "/f.csv", "--resource", "/r"],
+    "labels import": ["labels", "import", "--store", "/s", "/f.csv", "--resource", "/r", "--annotator-map", "/m.json"],
     "labels export": ["labels", "export", "--run", "/d", "--out", "/f.csv"],
     "labels status": ["labels", "status", "--store", "/s", "--resource", "/r"],
     "release": ["release", "--resource", "/r", "--labels", "/l", "--out", "/o", "--api-url", "http://127.0.0.1:1/api",

@@ -16,9 +16,12 @@ disagree are counted, so that disagreement is visible, never silent.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import uuid
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
@@ -29,9 +32,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DataError, InputError
+from ..input_gate import expect, gate, json_document, refusal
 from ..verdicts import CANNOT_JUDGE, Agreement, VerdictWords, aggregate, agreement
 from . import spreadsheet_csv
-from .label_formats import raw_records
+from .label_formats import Layout, raw_records
 from .storage import check_regular_file, exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "keys_missing_from",
     "lookup_labels",
     "normalise_keys",
+    "read_annotator_map",
     "read_label_file",
     "label_studio_config",
     "read_store",
@@ -71,47 +76,85 @@ def normalise_keys(keys) -> pd.Series:
     return s.astype(str)
 
 
-def read_label_file(url: str, *, fmt: str = "auto", words: VerdictWords = VerdictWords(), storage_options=None) -> pd.DataFrame:
+def read_label_file(url: str, *, fmt: str = "auto", words: VerdictWords = VerdictWords(), storage_options=None,
+                    layout: Layout | None = None, annotators: Mapping[str, str] | None = None, now=None) -> pd.DataFrame:
     """Read and validate one label file: plain CSV / JSONL / Parquet or a tool's export.
 
-    ``fmt`` is one of :data:`prdist.dataflow.label_formats.FORMATS`; "auto" detects the tool from
-    the content (see :mod:`prdist.dataflow.label_formats`).
+    ``layout`` (a :class:`~prdist.dataflow.label_formats.Layout`) names the format (else ``fmt``),
+    the verdict's question (``control``) and where the key is (``key_field``); "auto" detects the
+    tool from the content (see :mod:`prdist.dataflow.label_formats`). ``annotators`` maps an
+    annotator id to the person (ids it does not hold stay as they are). A time later than ``now``
+    (default: the current time) plus one day is refused: it would outrank every later correction.
 
     Returns
     -------
     DataFrame with one row per verdict: key (str), label (int8: 1, 0, -1 = cannot judge),
-    annotator (str or None) and time (UTC, NaT when the file does not say). Rows with an empty
-    verdict (a task not finished yet) are skipped; ``attrs["skipped_blank"]`` counts them and
-    ``attrs["format"]`` names the format read.
+    annotator (str or None) and time (UTC, NaT when the file does not say). Records that are not
+    verdicts are left out and counted in ``attrs["skipped"]`` (reason -> count: blank, draft,
+    rejected, several choices, ...); ``attrs["format"]`` names the format read and
+    ``attrs["notes"]`` what the import must say about it (e.g. a flat export without skips).
     """
+    layout = layout or Layout(fmt=fmt)
     fs, path = filesystem(url, storage_options)
     if check_regular_file(fs, path, where=url, role="label file") is None:
         raise InputError(f"Label file {url!r} does not exist. Check the path.")
     with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
         data = fh.read()
-    found, raw = raw_records(data, origin=url, fmt=fmt)
-    if found == "csv":  # undo the apostrophe a task's CSV puts before =, +, -, @ (spreadsheet_csv)
+    read = raw_records(data, origin=url, layout=layout)
+    raw = read.records
+    if read.format == "csv":  # undo the apostrophe a task's CSV puts before =, +, -, @ (spreadsheet_csv)
         raw["key"] = raw["key"].map(spreadsheet_csv.restore)
     if raw["key"].isna().any():
         raise DataError(f"Label file {url!r} has {int(raw['key'].isna().sum())} row(s) without a key.")
     blank = raw["value"].isna() | (raw["value"].astype(str).str.strip() == "")
-    raw = raw.loc[~blank.to_numpy()].reset_index(drop=True)
+    reason = raw["skip"].where(raw["skip"].notna(), np.where(blank, "blank", None))
+    skipped = {str(k): int(v) for k, v in reason.value_counts().items()}
+    raw = raw.loc[reason.isna().to_numpy()].reset_index(drop=True)
     labels = words.parse(raw["value"].to_numpy(dtype=object), origin=url, rows=raw["row"].to_numpy())
+    time = _times(raw, url, now)
+    annotator = raw["annotator"].astype(object).where(raw["annotator"].notna(), None)
+    annotator = annotator.map(lambda a: None if a is None else str(a))
+    if annotators:
+        annotator = annotator.map(lambda a: annotators.get(a, a) if a is not None else None)
+    out = pd.DataFrame({"key": normalise_keys(raw["key"].to_numpy()).to_numpy(), "label": labels,
+                        "annotator": annotator.to_numpy(dtype=object), "time": time.array})
+    out.attrs.update(skipped=skipped, skipped_blank=skipped.get("blank", 0), format=read.format, notes=read.notes)
+    return out
+
+
+_FUTURE = pd.Timedelta(days=1)
+
+
+def _times(raw: pd.DataFrame, url: str, now) -> pd.Series:
+    """The records' times in UTC; a time more than a day after ``now`` is refused with its row."""
     try:
         time = pd.to_datetime(raw["time"], utc=True, format="mixed").astype("datetime64[us, UTC]")
-    except (ValueError, TypeError) as exc:
-        raise DataError(f"Label file {url!r} has a time that is not a date: {exc}. Fix or drop the time column.") from None
-    annotator = raw["annotator"].astype(object).where(raw["annotator"].notna(), None)
-    out = pd.DataFrame({"key": normalise_keys(raw["key"].to_numpy()).to_numpy(), "label": labels,
-                        "annotator": annotator.map(lambda a: None if a is None else str(a)).to_numpy(dtype=object),
-                        "time": time.array})
-    out.attrs.update(skipped_blank=int(blank.sum()), format=found)
-    return out
+    except (ValueError, TypeError, OverflowError):
+        row, value = _first_bad_time(raw)
+        raise refusal(url, f"row {row}", f"the time {str(value)[:60]!r} is not a date-time",
+                      "write times such as 2026-11-25T06:30:00Z, or drop the time column") from None
+    now = pd.Timestamp(now if now is not None else datetime.now(timezone.utc))
+    future = (time > now + _FUTURE).to_numpy()
+    if future.any():
+        i = int(np.flatnonzero(future)[0])
+        raise refusal(url, f"row {int(raw['row'].iloc[i])}",
+                      f"the time {time.iloc[i].isoformat()} is in the future ({int(future.sum())} record(s)), and would "
+                      "outrank every later correction", "fix the clock or time column that wrote it, or drop the time column")
+    return time
+
+
+def _first_bad_time(raw: pd.DataFrame) -> tuple[int, object]:
+    for row, value in zip(raw["row"], raw["time"]):
+        try:
+            pd.to_datetime(pd.Series([value]), utc=True, format="mixed").astype("datetime64[us, UTC]")
+        except (ValueError, TypeError, OverflowError):
+            return int(row), value
+    return int(raw["row"].iloc[0]), raw["time"].iloc[0]
 
 
 @dataclass(frozen=True)
 class ImportSummary:
-    """What one ``import_labels`` call appended."""
+    """What one ``import_labels`` call appended, and what it read but did not append (and why)."""
 
     written: str
     labels: int  # verdict records
@@ -121,29 +164,64 @@ class ImportSummary:
     annotators: int
     files: tuple[str, ...]
     formats: tuple[str, ...] = ()
+    skipped: tuple[tuple[str, int], ...] = ()  # (reason, records): blank, draft, rejected, duplicate, ...
+    notes: tuple[str, ...] = ()  # what a format cannot carry, what was assumed
+
+    def skipped_text(self) -> str:
+        """The skipped records as one phrase, e.g. "3 blank, 2 draft" ("" when none)."""
+        return ", ".join(f"{count:,} {reason}" for reason, count in self.skipped)
+
+
+def read_annotator_map(url: str, *, storage_options=None) -> dict[str, str]:
+    """An annotator map file: a JSON object ``{"id": "person"}`` or a CSV with columns ``id,annotator``."""
+    fs, path = filesystem(url, storage_options)
+    if check_regular_file(fs, path, where=url, role="annotator map") is None:
+        raise InputError(f"The annotator map {url!r} does not exist. Check the path.")
+    with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
+        data = fh.read()
+    fix = 'write a JSON object {"id": "person", ...} or a CSV with the header id,annotator'
+    with gate(url, fix):
+        text = data.decode("utf-8-sig")
+        if text.lstrip().startswith("{"):
+            mapping = expect(json_document(text, url), dict, url, None, fix)
+        else:
+            frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+            if list(frame.columns[:2]) != ["id", "annotator"]:
+                raise refusal(url, "line 1", f"the header is {','.join(map(str, frame.columns))}", fix)
+            mapping = dict(zip(frame["id"], frame["annotator"]))
+        for name, person in mapping.items():
+            if not isinstance(person, str) or not person.strip():
+                raise refusal(url, f"id {name!r}", "the person is not a name", fix)
+    return {str(k): v.strip() for k, v in mapping.items()}
 
 
 def import_labels(store: str, files, *, storage_options=None, source: str | None = None, annotator: str | None = None,
                   resource: str | None = None, key: str = "key", score: str = "score", fmt: str = "auto",
-                  words: VerdictWords = VerdictWords()) -> ImportSummary:
+                  words: VerdictWords = VerdictWords(), layout: Layout | None = None,
+                  annotators: Mapping[str, str] | None = None) -> ImportSummary:
     """Append the verdicts of ``files`` to the store at ``store`` in one create-only write.
 
     Every file is read and validated before anything is written, so a bad file leaves the store
     untouched. Records that cannot be told apart (one key, one annotator, one time) but disagree
-    are refused. With ``resource`` (a Parquet resource URL with columns ``key`` and ``score``),
-    labels for keys the resource does not hold are refused too (:func:`keys_missing_from`: one
-    pass over its key column). Without it any key is accepted: one store serves many resources,
-    and a run uses only its own keys' labels.
+    are refused; identical ones are kept once (counted as "duplicate"). With ``resource`` (a
+    Parquet resource URL with columns ``key`` and ``score``), labels for keys the resource does
+    not hold are refused too (:func:`keys_missing_from`: one pass over its key column). Without
+    it any key is accepted: one store serves many resources, and a run uses only its own keys'
+    labels. ``layout`` and ``annotators`` are as in :func:`read_label_file`; every record read but
+    not appended is counted in the summary's ``skipped`` under its reason.
     """
     files = tuple(files)
     if not files:
         raise InputError("No label files given. Name at least one label file or tool export.")
     resolve(store, storage_options=storage_options)  # a bad store URL is refused before any file is read
+    layout = layout or Layout(fmt=fmt)
     now = pd.Timestamp(datetime.now(timezone.utc))
-    frames, formats = [], []
+    frames, formats, skipped, notes = [], [], Counter(), []
     for url in files:
-        frame = read_label_file(url, fmt=fmt, words=words, storage_options=storage_options)
+        frame = read_label_file(url, words=words, storage_options=storage_options, layout=layout, annotators=annotators, now=now)
         formats.append(frame.attrs["format"])
+        skipped.update(frame.attrs["skipped"])
+        notes += [f"{PurePosixPath(url).name}: {note}" for note in frame.attrs["notes"]]
         frame["source"] = source or PurePosixPath(url).name
         frame["annotator"] = frame["annotator"].where(frame["annotator"].notna(), annotator or "")
         frame["time"] = frame["time"].fillna(now)
@@ -156,7 +234,10 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
             f"The import gives {len(clash)} key(s) different verdicts from one annotator at one time, e.g. "
             f"{clash.index[0][0]!r}. Resolve the disagreement in the files (or name the annotators) and import again."
         )
+    before = len(batch)
     batch = batch.drop_duplicates(["key", "annotator", "time"], keep="last")
+    if len(batch) < before:
+        skipped["duplicate"] += before - len(batch)
     if resource is not None:
         url, missing = keys_missing_from(resource, batch["key"], storage_options=storage_options, key=key, score=score)
         if len(missing):
@@ -172,7 +253,8 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
     write_bytes_exclusive(target, sink.getvalue().to_pybytes(), storage_options=storage_options)
     return ImportSummary(written=target, labels=len(batch), positives=int((batch["label"] == 1).sum()),
                          cannot_judge=int((batch["label"] == CANNOT_JUDGE).sum()), keys=int(batch["key"].nunique()),
-                         annotators=int(batch["annotator"].nunique()), files=files, formats=tuple(formats))
+                         annotators=int(batch["annotator"].nunique()), files=files, formats=tuple(formats),
+                         skipped=tuple(sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))), notes=tuple(notes))
 
 
 def keys_missing_from(resource: str, keys, *, storage_options=None, key: str = "key", score: str = "score") -> tuple[str, list[str]]:
