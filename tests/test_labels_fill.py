@@ -76,6 +76,7 @@ def test_fill_takes_verdicts_by_shared_columns_and_the_rest_as_cannot_judge(awai
     ("args", "truth", "message"),
     [
         ([], None, "Nothing to fill with: give --from FILE"),
+        (["--rest", "skip", "--out", "answers.json"], None, "must be a .csv or .jsonl file"),
         (["--rest", "maybe"], None, "maybe"),
         (["--from-columns", "label,sentence"], None, "--from-columns names the columns of a --from file"),
         (["--from-columns", "label,sentence,arg1"], "yes\t000\t=arg 0\nno\t000\t=arg 0\n",
@@ -101,4 +102,4 @@ def test_fill_refuses_in_one_line_and_writes_nothing(awaiting, tmp_path, capsys,
 def test_export_refuses_a_root_without_runs(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["labels", "export", "--run", str(tmp_path / "empty"), "--out", str(tmp_path / "t.csv")]) == 2
-    assert "neither a committed run directory" in capsys.readouterr().err
+    assert "is not a committed run directory (no manifest.json) nor a root" in capsys.readouterr().err

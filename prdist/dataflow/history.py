@@ -36,7 +36,7 @@ from ..history import certain_changes, default_ranks, release_confidence
 from ..report import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
-from .storage import filesystem, info_or_none, join_url, publish, resolve, write_parquet
+from .storage import filesystem, info_or_none, join_url, modified_time, publish, resolve, write_parquet
 
 __all__ = ["HISTORY_COLUMNS", "DamagedRunWarning", "RunRecord", "default_series", "history_table", "newest_changes",
            "placed_releases", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]
@@ -103,16 +103,6 @@ def series_of(manifest: dict) -> str:
     return default_series(manifest["input"]["url"])
 
 
-def _created(info: dict) -> pd.Timestamp:
-    """When the manifest was written (local mtime, S3 LastModified), in UTC."""
-    value = info.get("LastModified", info.get("mtime", info.get("created")))
-    if value is None:
-        raise DataError(f"The store gives no modification time for {info.get('name')}; history needs one to order runs.")
-    stamp = pd.Timestamp(value, unit="s") if isinstance(value, (int, float)) else pd.Timestamp(value)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.floor("ms")  # what history.parquet keeps
-
-
 def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]:
     """Every committed PAULA evaluation under ``runs``, oldest first; and how many runs were passed over.
 
@@ -135,7 +125,7 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
             skipped += 1
             continue
         run_url = join_url(runs, posixpath.basename(posixpath.dirname(path)))
-        records.append(RunRecord(run_url, manifest, _created(fs.info(path))))
+        records.append(RunRecord(run_url, manifest, modified_time(fs.info(path))))
     records.sort(key=lambda r: (r.created, r.manifest["run_id"]))
     if damaged:
         shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")

@@ -34,7 +34,8 @@ from ..input_gate import gate, json_lines, refusal
 from ..verdicts import CANNOT_JUDGE, Agreement, VerdictWords, aggregate, agreement
 from . import spreadsheet_csv
 from .label_formats import raw_records
-from .storage import check_regular_file, exists, filesystem, join_url, publish, resolve, storage_errors, write_bytes_exclusive
+from .storage import (check_regular_file, exists, filesystem, join_url, modified_time, publish, resolve, storage_errors,
+                      write_bytes_exclusive)
 
 __all__ = [
     "LabelLookup",
@@ -365,16 +366,14 @@ def _run_task(run_dir: str, storage_options) -> pd.DataFrame:
 def newest_run(runs: str, *, storage_options=None) -> str:
     """``runs`` if it is a committed run directory; if it is a root of run directories (the --out
     of prdist run or compare), its newest committed run (by its manifest's modification time)."""
-    from .history import _created
-
     fs, root = filesystem(runs, storage_options)
     if exists(fs, posixpath.join(root, "manifest.json"), where=runs):
         return runs
     manifests = fs.glob(posixpath.join(root, "*", "manifest.json")) if exists(fs, root, where=runs) else []
     if not manifests:
-        raise InputError(f"{runs!r} is neither a committed run directory (no manifest.json) nor a root of run "
-                         "directories. Name the --out of 'prdist run' or a directory it printed.")
-    newest = max(manifests, key=lambda path: (_created(fs.info(path)), path))
+        raise InputError(f"{runs!r} is not a committed run directory (no manifest.json) nor a root of run "
+                         "directories holding one. Name a directory printed by 'prdist run' or 'prdist compare', or their --out.")
+    newest = max(manifests, key=lambda path: (modified_time(fs.info(path)), path))
     return join_url(runs, posixpath.basename(posixpath.dirname(newest)))
 
 
@@ -432,6 +431,10 @@ def fill_task(task_url: str, out: str, *, source=None, label: str = "label", res
     verdicts a team already has). Then every label still empty is set to ``rest`` (e.g. "cannot
     judge"). Labels already in the task are kept. ``out`` is what ``prdist labels import`` reads.
     """
+    for url, role in ((task_url, "annotation task"), (out, "filled task (--out)")):
+        if not url.lower().endswith((".csv", ".jsonl")):
+            raise InputError(f"The {role} {url!r} must be a .csv or .jsonl file (for Label Studio, export the task as "
+                             "CSV with 'prdist labels export --out task.csv').")
     words = [w for w in (rest,) if w is not None]
     for table, origin in [source] if source else []:
         if label not in table.columns:
