@@ -93,7 +93,7 @@ def _newest_manifest(runs: Path) -> dict:
     return json.loads(newest.read_text())
 
 
-@pytest.mark.slow  # 21 s at load 3.5, 37-42 s at load 8 (17 commands)
+@pytest.mark.slow  # 21-30 s at load 3.5-5.4, about 40 s at load 8 (17 commands)
 def test_the_readme_walkthrough_runs_as_printed(tmp_path):
     readme = (ROOT / "README.md").read_text()
     blocks = shell_blocks(readme)
@@ -128,6 +128,12 @@ def test_the_readme_walkthrough_runs_as_printed(tmp_path):
     b = bands["counts"]
     assert f"exit 0: {b['labeled']} labeled, {b['cannot_judge']} cannot judge, {b['awaiting']} awaiting" in readme
     assert (clone / "bands-runs" / bands["run_id"] / "bands.parquet").is_file()
+    # What the annotators get: each item's columns and its sentence, no rank or score; ids stay text.
+    task = pd.read_csv(clone / "task.csv", dtype=str, keep_default_na=False)
+    assert list(task.columns) == ["key", "sentence", "arg1", "relation", "arg2", "sentence_text", "label"]
+    assert (task["label"] == "").all() and task["sentence_text"].str.len().min() > 0
+    tasks = json.loads((clone / "task.json").read_text())
+    assert all(isinstance(t["data"]["sentence"], str) and t["data"]["sentence_text"] for t in tasks)
 
     # Nothing the walkthrough leaves shows up as untracked in a clone.
     left = sorted(p.name + ("/" if p.is_dir() else "") for p in clone.iterdir() if p.name != ".venv")
