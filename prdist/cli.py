@@ -829,6 +829,18 @@ def _add_labels(sub) -> None:
                      help="comma-separated column names of a --join file without a header row, e.g. sentence,text")
     _add_storage_options(exp.add_argument)
     exp.set_defaults(handler=_cmd_labels_export)
+    _add_labels_fill(actions)
+    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
+    st.add_argument("--store", required=True, metavar="URL", help="the label store")
+    st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
+    _add_aggregate(st.add_argument)
+    st.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    _add_key_score(st.add_argument, "of --resource")
+    _add_storage_options(st.add_argument)
+    st.set_defaults(handler=_cmd_labels_status)
+
+
+def _add_labels_fill(actions) -> None:
     fill = actions.add_parser(
         "fill", help="fill an annotation task's empty labels from a file of verdicts, and the rest with one verdict",
         description="Fill the empty label cells of an annotation task (CSV or JSON Lines, as 'prdist labels export' "
@@ -847,14 +859,6 @@ def _add_labels(sub) -> None:
                       help="the verdict for every label still empty, e.g. 'cannot judge' (default: leave them empty)")
     _add_storage_options(fill.add_argument)
     fill.set_defaults(handler=_cmd_labels_fill)
-    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
-    st.add_argument("--store", required=True, metavar="URL", help="the label store")
-    st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
-    _add_aggregate(st.add_argument)
-    st.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    _add_key_score(st.add_argument, "of --resource")
-    _add_storage_options(st.add_argument)
-    st.set_defaults(handler=_cmd_labels_status)
 
 
 def _cmd_labels_import(args) -> int:

@@ -5,6 +5,7 @@ shows several ranks and names every file written."""
 from __future__ import annotations
 
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -88,8 +89,6 @@ def test_a_run_with_bands_warns_once_in_one_line_and_names_what_it_wrote(tied, c
     out = captured.out.strip().splitlines()
     run = out[-1]
     written = next(line for line in out if line.startswith("written: "))
-    import os
-
     names = written.removeprefix("written: ").split(", ")
     assert "bands.parquet" in names and names[-1] == "manifest.json"
     assert sorted(names) == sorted(os.listdir(run.removeprefix("file://")))

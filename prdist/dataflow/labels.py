@@ -16,6 +16,7 @@ disagree are counted, so that disagreement is visible, never silent.
 
 from __future__ import annotations
 
+import csv
 import json
 import posixpath
 import re
@@ -351,13 +352,12 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
 def _run_task(run_dir: str, storage_options) -> pd.DataFrame:
     """A run's annotation task with the types its items have: from annotation_task.jsonl (the CSV
     for its column names when the task is empty, or when the run has no JSON Lines copy)."""
-    fs, path = filesystem(join_url(run_dir, "annotation_task.jsonl"), storage_options)
+    url = join_url(run_dir, "annotation_task.jsonl")
+    fs, path = filesystem(url, storage_options)
     if exists(fs, path, where=run_dir):
-        with fs.open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-        rows = [record for _, record in json_lines(text, join_url(run_dir, "annotation_task.jsonl"))]
-        if rows:
-            return pd.DataFrame.from_records(rows).astype({"key": str, "label": object}).fillna({"label": ""})
+        task = _jsonl_frame(url, storage_options)
+        if len(task):
+            return task.astype({"key": str, "label": object}).fillna({"label": ""})
     fs, path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
     with fs.open(path, "rb") as fh:
         return spreadsheet_csv.read_csv(fh, keep_default_na=False, na_values=[""], dtype={"key": str})
@@ -389,7 +389,8 @@ def read_text_table(url: str, *, columns=None, storage_options=None) -> pd.DataF
     with storage_errors(url, action="read"), fs.open(path, "rb") as fh, \
             gate(url, "give a CSV (.csv) or tab-separated file, and its column names when it has no header row"):
         frame = pd.read_csv(fh, sep=sep, header=header, names=list(columns) if columns else None, dtype=str,
-                            keep_default_na=False, quoting=3 if sep == "\t" else 0, index_col=False)
+                            keep_default_na=False, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL,
+                            index_col=False)
     return frame
 
 
@@ -435,20 +436,8 @@ def fill_task(task_url: str, out: str, *, source=None, label: str = "label", res
         if not url.lower().endswith((".csv", ".jsonl")):
             raise InputError(f"The {role} {url!r} must be a .csv or .jsonl file (for Label Studio, export the task as "
                              "CSV with 'prdist labels export --out task.csv').")
-    words = [w for w in (rest,) if w is not None]
-    for table, origin in [source] if source else []:
-        if label not in table.columns:
-            raise InputError(f"--from {origin}: no column {label!r} holds the verdicts (columns: "
-                             f"{', '.join(table.columns)}); name it with --label, or name the columns with --from-columns.")
-        words += [w for w in table[label].unique() if w.strip()]
-    VerdictWords().parse(np.array(words, dtype=object), origin="--from/--rest")  # refuse words import would refuse
-    task = read_text_table(task_url, storage_options=storage_options) if task_url.lower().endswith(".csv") else \
-        _jsonl_task(task_url, storage_options)
-    if "key" not in task.columns:
-        raise InputError(f"{task_url!r} has no key column. Give a task written by 'prdist labels export' or 'prdist run'.")
-    if task_url.lower().endswith(".csv"):
-        task = task.apply(lambda column: column.map(spreadsheet_csv.restore)).rename(columns=spreadsheet_csv.restore)
-    task["label"] = task["label"].astype(object).where(task["label"].notna(), "") if "label" in task.columns else ""
+    _check_fill_words(source, label, rest)
+    task = _read_task(task_url, storage_options)
     empty = task["label"].astype(str).str.strip() == ""
     found = 0
     if source:
@@ -468,13 +457,39 @@ def fill_task(task_url: str, out: str, *, source=None, label: str = "label", res
     return FillSummary(items=len(task), from_file=found, rest=int(empty.sum()) if rest is not None else 0)
 
 
-def _jsonl_task(url: str, storage_options) -> pd.DataFrame:
+def _check_fill_words(source, label: str, rest: str | None) -> None:
+    """Refuse, before anything is read or written, a verdict that ``prdist labels import`` would refuse."""
+    words = [w for w in (rest,) if w is not None]
+    for table, origin in [source] if source else []:
+        if label not in table.columns:
+            raise InputError(f"--from {origin}: no column {label!r} holds the verdicts (columns: "
+                             f"{', '.join(table.columns)}); name it with --label, or name the columns with --from-columns.")
+        words += [w for w in table[label].unique() if w.strip()]
+    VerdictWords().parse(np.array(words, dtype=object), origin="--from/--rest")
+
+
+def _read_task(url: str, storage_options) -> pd.DataFrame:
+    """An annotation task as written (CSV: every cell text, the spreadsheet escape undone; JSON Lines),
+    with a ``label`` column ("" where empty)."""
+    if url.lower().endswith(".csv"):
+        task = read_text_table(url, storage_options=storage_options)
+        task = task.apply(lambda column: column.map(spreadsheet_csv.restore)).rename(columns=spreadsheet_csv.restore)
+    else:
+        fs, path = filesystem(url, storage_options)
+        if check_regular_file(fs, path, where=url, role="annotation task") is None:
+            raise InputError(f"{url!r} does not exist. Check the path.")
+        task = _jsonl_frame(url, storage_options)
+    if "key" not in task.columns:
+        raise InputError(f"{url!r} has no key column. Give a task written by 'prdist labels export' or 'prdist run'.")
+    task["label"] = task["label"].astype(object).where(task["label"].notna(), "") if "label" in task.columns else ""
+    return task
+
+
+def _jsonl_frame(url: str, storage_options) -> pd.DataFrame:
+    """A JSON Lines file of records as a frame, each value of the type JSON gives it."""
     fs, path = filesystem(url, storage_options)
-    if check_regular_file(fs, path, where=url, role="annotation task") is None:
-        raise InputError(f"{url!r} does not exist. Check the path.")
     with storage_errors(url, action="read"), fs.open(path, "rb") as fh:
-        rows = [record for _, record in json_lines(fh.read().decode("utf-8"), url)]
-    return pd.DataFrame.from_records(rows)
+        return pd.DataFrame.from_records([record for _, record in json_lines(fh.read().decode("utf-8"), url)])
 
 
 def _biasing_columns(fs, manifest_path: str, run_dir: str) -> list[str]:
