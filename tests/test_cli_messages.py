@@ -91,6 +91,8 @@ def test_a_run_with_bands_warns_once_in_one_line_and_names_what_it_wrote(tied, c
     written = next(line for line in out if line.startswith("written: "))
     names = written.removeprefix("written: ").split(", ")
     assert "bands.parquet" in names and names[-1] == "manifest.json"
+    (bands,) = [line for line in out if line.startswith("bands: ")]
+    assert "at confidence 0.95 from 800 labeled items of the random arm" in bands and bands.endswith(", in bands.parquet")
     assert sorted(names) == sorted(os.listdir(run.removeprefix("file://")))
     # Several ranks on 800 items, not the last rank alone; every one a rank of bounds.parquet.
     header = out.index(next(line for line in out if line.split()[:3] == ["rank", "lower", "upper"]))

@@ -56,11 +56,24 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     if counts.get("cannot_judge") or counts.get("disputed"):
         lines.append(f"cannot judge: {counts['cannot_judge']:,} items (counted as unknown by the bounds); "
                      f"disputed: {counts['disputed']:,}")
+    if manifest.get("bands"):
+        lines.append(_bands_line(manifest["bands"]))
     if manifest.get("awaiting_labels"):
         lines.append(f"awaiting labels: {counts['awaiting']:,} items, task at {manifest['annotation_task']}")
     lines.append(f"report: {join_url(run, 'report.html')}")
     lines.append(f"written: {', '.join(run_files(run, storage_options))}")
     return "\n".join(lines)
+
+
+def _bands_line(bands: dict) -> str:
+    """One line on the run's bootstrap bands, from the manifest's ``bands`` entry."""
+    line = (f"bands: {bands.get('method', 'bootstrap')} bootstrap bands of the PR curve at confidence "
+            f"{1 - float(bands['delta']):.3g} from {int(bands['n']):,} labeled items of the random arm")
+    left_out = int(bands.get("cannot_judge_left_out") or 0)
+    if left_out:
+        worst = "computed" if bands.get("worst_case_computed") else "not computed"
+        line += f" ({left_out:,} that nobody can judge left out; the worst case over them: {worst})"
+    return line + ", in bands.parquet"
 
 
 def run_files(run: str, storage_options=None) -> list[str]:
