@@ -917,9 +917,9 @@ def _cmd_labels_fill(args) -> int:
         raise InputError("Nothing to fill with: give --from FILE (verdicts you have), --rest VERDICT (e.g. 'cannot judge'), or both.")
     source = None if args.source is None else (_text_table(args.source, args.source_columns, "--from-columns", options), args.source)
     done = fill_task(args.task, args.out, source=source, label=args.label, rest=args.rest, storage_options=options)
-    print(f"prdist labels: {done.items:,} item(s): {done.from_file:,} label(s) from {args.source or 'no file'}, "
-          f"{done.rest:,} set to {args.rest!r}" if args.rest is not None else
-          f"prdist labels: {done.items:,} item(s): {done.from_file:,} label(s) from {args.source}")
+    said = ([f"{done.from_file:,} label(s) from {args.source}"] if source else []) + \
+        ([f"{done.rest:,} set to {args.rest!r}"] if args.rest is not None else [])
+    print(f"prdist labels: {done.items:,} item(s): {', '.join(said)}")
     print(args.out)
     return EXIT_OK
 

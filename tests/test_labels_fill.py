@@ -72,6 +72,18 @@ def test_fill_takes_verdicts_by_shared_columns_and_the_rest_as_cannot_judge(awai
     assert main(argv) == 0
 
 
+def test_fill_reads_and_writes_json_lines_and_an_empty_task(awaiting, tmp_path, capsys):
+    root, _ = awaiting
+    assert main(["labels", "export", "--run", str(root / "runs"), "--out", str(tmp_path / "task.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["labels", "fill", str(tmp_path / "task.jsonl"), "--rest", "skip", "--out", str(tmp_path / "a.jsonl")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"prdist labels: {N} item(s): {N} set to 'skip'"
+    assert (read_label_file(str(tmp_path / "a.jsonl"))["label"] == -1).sum() == N
+    (tmp_path / "empty.jsonl").write_text("")  # what a run with nothing to annotate exports
+    assert main(["labels", "fill", str(tmp_path / "empty.jsonl"), "--rest", "skip", "--out", str(tmp_path / "b.jsonl")]) == 0
+    assert "0 item(s): 0 set to 'skip'" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("args", "truth", "message"),
     [

@@ -479,6 +479,8 @@ def _read_task(url: str, storage_options) -> pd.DataFrame:
         if check_regular_file(fs, path, where=url, role="annotation task") is None:
             raise InputError(f"{url!r} does not exist. Check the path.")
         task = _jsonl_frame(url, storage_options)
+        if task.empty and not len(task.columns):  # nothing to annotate: JSON Lines holds no column names
+            task = pd.DataFrame(columns=["key", "label"])
     if "key" not in task.columns:
         raise InputError(f"{url!r} has no key column. Give a task written by 'prdist labels export' or 'prdist run'.")
     task["label"] = task["label"].astype(object).where(task["label"].notna(), "") if "label" in task.columns else ""
