@@ -8,6 +8,7 @@ to exit codes once, here: 2 for bad input (one line on stderr naming the problem
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import json
@@ -23,10 +24,56 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_AWAITING_LABELS = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as exit code 2 with the project's one-line format."""
+    """argparse that reports usage errors as exit code 2 with the project's one-line format, naming
+    the closest command or option to a misspelt one ("did you mean run?")."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._subparsers is None:  # a command's own options: a misspelt one is named first
+            self._refuse_misspelt_options(args or [])
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, "_unknown_in"):  # the innermost parser that saw them
+            namespace._unknown_in = self  # (a sub-command's namespace is copied into its parent's)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = getattr(namespace, "_unknown_in", self)
+            hints = [_closest(word, owner._option_string_actions) for word in extras if word.startswith("-")]
+            hint = next((f" (did you mean {h}?)" for h in hints if h), "")
+            owner.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        if hasattr(namespace, "_unknown_in"):
+            del namespace._unknown_in
+        return namespace
+
+    def _refuse_misspelt_options(self, words) -> None:
+        """Refuse an option no option of this command starts with, when one is close to it (before
+        argparse would report, say, a required option as missing)."""
+        for word in words:
+            if word == "--":
+                return
+            name = word.partition("=")[0]
+            if name.startswith("--") and not any(o.startswith(name) for o in self._option_string_actions):
+                hint = _closest(name, self._option_string_actions)
+                if hint:
+                    self.error(f"unrecognized arguments: {word} (did you mean {hint}?)")
 
     def error(self, message):
-        raise InputError(f"{self.prog}: {message}. Run '{self.prog} --help' for usage.")
+        choice = re.search(r"invalid choice: '(.*)' \(choose from (.*)\)$", message)
+        if choice:
+            hint = _closest(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+            message += f" (did you mean {hint}?)" if hint else ""
+        # main() prints "prdist: error: "; a sub-command's name follows once, never "prdist: " again
+        where = self.prog.partition(" ")[2]
+        raise InputError(f"{where + ': ' if where else ''}{message}. Run '{self.prog} --help' for usage.")
+
+
+def _closest(word: str, candidates) -> str | None:
+    """The candidate closest to a misspelt ``word`` (difflib's ratio of at least 0.6), or None."""
+    import difflib
+
+    found = difflib.get_close_matches(word.partition("=")[0], list(candidates), n=1)
+    return found[0] if found else None
 
 
 @functools.cache
@@ -777,15 +824,22 @@ def _add_labels(sub) -> None:
     _add_storage_options(imp.add_argument)
     imp.set_defaults(handler=_cmd_labels_import)
     exp = actions.add_parser("export", help="write the items a run still needs labeled, for an annotation tool")
-    exp.add_argument("--run", required=True, metavar="DIR", help="a run directory printed by 'prdist run' or 'prdist compare'")
+    exp.add_argument("--run", required=True, metavar="DIR",
+                     help="a run directory printed by 'prdist run' or 'prdist compare', or their --out: its newest run")
     exp.add_argument("--out", required=True, metavar="FILE", help="target file (.csv, .jsonl, .parquet; .json for label-studio)")
     exp.add_argument("--format", dest="fmt", choices=("csv", "jsonl", "parquet", "label-studio"), default=None,
                      help="default: from the file name; label-studio writes tasks plus FILE.xml, the labeling config")
     exp.add_argument("--show-score", dest="show_score", action="store_true",
                      help="show score and rank (of a comparison: each system's score, the systems and the draws) "
                           "to annotators (hidden by default: they bias the verdict)")
+    exp.add_argument("--join", default=None, metavar="FILE",
+                     help="add the columns of this CSV (.csv) or tab-separated file to each item whose values in the "
+                          "columns both have match, e.g. a sentence's text by its id")
+    exp.add_argument("--join-columns", dest="join_columns", default=None, metavar="NAMES",
+                     help="comma-separated column names of a --join file without a header row, e.g. sentence,text")
     _add_storage_options(exp.add_argument)
     exp.set_defaults(handler=_cmd_labels_export)
+    _add_labels_fill(actions)
     st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
     st.add_argument("--store", required=True, metavar="URL", help="the label store")
     st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
@@ -794,6 +848,27 @@ def _add_labels(sub) -> None:
     _add_key_score(st.add_argument, "of --resource")
     _add_storage_options(st.add_argument)
     st.set_defaults(handler=_cmd_labels_status)
+
+
+def _add_labels_fill(actions) -> None:
+    fill = actions.add_parser(
+        "fill", help="fill an annotation task's empty labels from a file of verdicts, and the rest with one verdict",
+        description="Fill the empty label cells of an annotation task (CSV or JSON Lines, as 'prdist labels export' "
+                    "writes it): first from a file of verdicts a team already has (--from: each item takes the --label "
+                    "value of the row that agrees with it in every column the two share), then every label still "
+                    "empty with --rest (e.g. 'cannot judge'). Labels already given are kept. Writes the filled task "
+                    "to --out, for 'prdist labels import'; prints how many labels came from where, and --out last.")
+    fill.add_argument("task", metavar="TASK", help="the annotation task (.csv or .jsonl)")
+    fill.add_argument("--out", required=True, metavar="FILE", help="the filled task (.csv or .jsonl)")
+    fill.add_argument("--from", dest="source", default=None, metavar="FILE",
+                      help="verdicts: a CSV (.csv) or tab-separated file with a --label column and columns of the task")
+    fill.add_argument("--from-columns", dest="source_columns", default=None, metavar="NAMES",
+                      help="comma-separated column names of a --from file without a header row, e.g. label,sentence,arg1")
+    fill.add_argument("--label", default="label", metavar="COL", help="the --from column holding the verdicts (default label)")
+    fill.add_argument("--rest", default=None, metavar="VERDICT",
+                      help="the verdict for every label still empty, e.g. 'cannot judge' (default: leave them empty)")
+    _add_storage_options(fill.add_argument)
+    fill.set_defaults(handler=_cmd_labels_fill)
 
 
 def _cmd_labels_import(args) -> int:
@@ -825,11 +900,43 @@ def _cmd_labels_import(args) -> int:
 
 
 def _cmd_labels_export(args) -> int:
-    from .dataflow.labels import write_annotation_file
+    from .dataflow.labels import newest_run, write_annotation_file
 
     options = _storage_options(args)
-    count = write_annotation_file(args.run, args.out, storage_options=options, fmt=args.fmt, show_score=args.show_score)
-    print(f"prdist labels: {count:,} item(s) to annotate")
+    if args.join_columns is not None and args.join is None:
+        raise InputError("--join-columns names the columns of a --join file: give --join FILE too, or leave it out.")
+    joins = [] if args.join is None else [(_text_table(args.join, args.join_columns, "--join-columns", options), args.join)]
+    run = newest_run(args.run, storage_options=options)
+    count = write_annotation_file(run, args.out, storage_options=options, fmt=args.fmt, show_score=args.show_score,
+                                  joins=joins)
+    print(_shown(f"prdist labels: {count:,} item(s) to annotate, from the run {run}"))
+    print(_shown(args.out))
+    return EXIT_OK
+
+
+def _text_table(url: str, names: str | None, option: str, storage_options):
+    """A --join or --from file as text columns (:func:`prdist.dataflow.labels.read_text_table`)."""
+    from .dataflow.labels import read_text_table
+
+    columns = None if names is None else tuple(c.strip() for c in names.split(","))
+    if columns is not None and (not all(columns) or len(set(columns)) < len(columns)):
+        raise InputError(f"{option} must name distinct columns separated by commas, e.g. 'id,text'. Got {names!r}.")
+    return read_text_table(url, columns=columns, storage_options=storage_options)
+
+
+def _cmd_labels_fill(args) -> int:
+    from .dataflow.labels import fill_task
+
+    options = _storage_options(args)
+    if args.source_columns is not None and args.source is None:
+        raise InputError("--from-columns names the columns of a --from file: give --from FILE too, or leave it out.")
+    if args.source is None and args.rest is None:
+        raise InputError("Nothing to fill with: give --from FILE (verdicts you have), --rest VERDICT (e.g. 'cannot judge'), or both.")
+    source = None if args.source is None else (_text_table(args.source, args.source_columns, "--from-columns", options), args.source)
+    done = fill_task(args.task, args.out, source=source, label=args.label, rest=args.rest, storage_options=options)
+    said = ([f"{done.from_file:,} label(s) from {args.source}"] if source else []) + \
+        ([f"{done.rest:,} set to {args.rest!r}"] if args.rest is not None else [])
+    print(_shown(f"prdist labels: {done.items:,} item(s): {', '.join(said)}"))
     print(_shown(args.out))
     return EXIT_OK
 
@@ -972,7 +1079,9 @@ def _add_history(sub) -> None:
     add("--runs", required=True, metavar="URL", help="root of the run directories (the --out of prdist run)")
     add("--series", default=None, metavar="NAME", help="only this series (default: every series found)")
     add("--ranks", default=None, metavar="R,R,...", help="ranks to follow (default: the latest run's guaranteed cut-offs and the powers of ten)")
-    add("--out", default=None, metavar="DIR", help="output directory (default: <runs>/_history)")
+    add("--out", default=None, metavar="DIR",
+        help="output directory (default: <runs>/_history; with --series, <runs>/_history/<series>-<hash>, "
+             "so the two never overwrite each other)")
     _add_storage_options(add)
     parser.set_defaults(handler=_cmd_history)
 
@@ -1073,6 +1182,7 @@ URL_OPTIONS = {
     "resource": "--resource", "out": "--out", "labels": "--labels", "store": "--store",
     "files": "the label file", "run": "--run", "runs": "--runs", "exhaustive": "--exhaustive",
     "systems": "--system", "api_url": "--api-url", "sources": "the input file", "annotator_map": "--annotator-map",
+    "join": "--join", "task": "the task", "source": "--from",
 }  # fmt: skip
 
 
@@ -1116,6 +1226,7 @@ OUTPUT_OPTIONS = {
     "run": ("out", "--out"), "synth": ("out", "--out"), "compare": ("out", "--out"), "ingest": ("out", "--out"),
     "history": ("out", "--out"), "labels export": ("out", "--out"), "labels import": ("store", "--store"),
     "release": ("current", "--current"),
+    "labels fill": ("out", "--out"),
 }  # fmt: skip
 
 
@@ -1125,10 +1236,14 @@ def _check_outputs(args) -> None:
     command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
     if command not in OUTPUT_OPTIONS:
         return
-    from .dataflow.storage import check_output_place, join_url
+    from .dataflow.storage import check_output_place
 
     dest, option = OUTPUT_OPTIONS[command]
-    target = getattr(args, dest) or (join_url(args.runs, "_history") if command == "history" else None)  # history's default --out
+    if command == "history" and args.out is None:
+        from .dataflow.history import default_out
+
+        args.out = default_out(args.runs, args.series)  # named here, so the check and the writer agree
+    target = getattr(args, dest)
     if target is None:  # release without --current writes nothing
         return
     inputs = [(name, url) for name, url in _url_options(args) if name not in (option, "--runs", "--api-url") and url.strip()]
@@ -1151,6 +1266,24 @@ def _one_line(exc: BaseException) -> str:
 
     # Messages quote other libraries' errors, some of which span lines; the contract is one line.
     return terminal_text(" ".join(str(exc).split()))
+
+
+@contextlib.contextmanager
+def _warnings_as_lines():
+    """Show each distinct warning once, as one line ``prdist: warning: ...`` (no file, line or source)."""
+    import warnings
+
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = f"prdist: warning: {_one_line(message)}"
+        if text not in shown:
+            shown.add(text)
+            print(text, file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 class _ReaderMayGo:
@@ -1240,7 +1373,8 @@ def _run_command(argv: list, debug: bool) -> int:
         _refuse_credentials_in_urls(args)
         _check_stores_answer(args)
         _check_outputs(args)
-        return int(args.handler(args) or EXIT_OK)
+        with _warnings_as_lines():
+            return int(args.handler(args) or EXIT_OK)
     except AwaitingLabels as exc:
         print(f"prdist: {_one_line(exc)}", file=sys.stderr)
         return EXIT_AWAITING_LABELS

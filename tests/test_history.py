@@ -148,6 +148,19 @@ def test_history_bad_input(three_releases, tmp_path, capsys, argv, message):
     assert not (tmp_path / "h").exists()
 
 
+def test_history_of_one_series_and_of_every_series_never_overwrite_each_other(three_releases, capsys):
+    runs, outcomes = three_releases
+    series = outcomes[0].manifest["series"]
+    assert main(["history", "--runs", runs]) == 0
+    every = capsys.readouterr().out.strip().splitlines()[-1]
+    assert main(["history", "--runs", runs, "--series", series, "--ranks", "100"]) == 0
+    one = capsys.readouterr().out.strip().splitlines()[-1]
+    assert every == f"{runs}/_history" and one.startswith(f"{runs}/_history/") and one != every
+    assert sorted(pd.read_parquet(f"{one}/history.parquet")["rank"].unique()) == [100]
+    assert len(pd.read_parquet(f"{every}/history.parquet")["rank"].unique()) > 1  # not overwritten by the second
+    shutil.rmtree(every)
+
+
 def test_history_of_a_missing_root(tmp_path, capsys):
     assert main(["history", "--runs", str(tmp_path / "none")]) == 2
     assert "No run directory root" in capsys.readouterr().err

@@ -179,6 +179,7 @@ WRITERS = {
     "ingest": "ingest {root}/items.csv --out {target} --score conf --key id",
     "history": "history --runs {root}/runs --out {target}",
     "labels export": "labels export --run {run} --out {target}",
+    "labels fill": "labels fill {root}/answers.csv --rest skip --out {target}",
     "labels import": "labels import --store {target} {root}/answers.csv",
     "release": "release --resource {root}/res --current {target} --api-url http://127.0.0.1:9/api",
 }

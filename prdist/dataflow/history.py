@@ -20,8 +20,10 @@ taking the next free place, so no two releases ever share an error budget.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import posixpath
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -35,10 +37,10 @@ from ..input_gate import expect, json_document, refusal
 from ..report import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
-from .storage import filesystem, info_or_none, join_url, publish, resolve, write_parquet
+from .storage import filesystem, info_or_none, join_url, modified_time, publish, resolve, write_parquet
 
 __all__ = ["HISTORY_COLUMNS", "DamagedRunWarning", "RunRecord", "default_series", "history_table", "newest_changes",
-           "placed_releases", "read_runs", "readable_run", "release_name", "release_place", "series_of", "write_history"]
+           "placed_releases", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]
 
 INT64_MAX = (1 << 63) - 1
 HISTORY_COLUMNS = ("series", "place", "release", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper",
@@ -103,16 +105,6 @@ def series_of(manifest: dict) -> str:
     return default_series(manifest["input"]["url"])
 
 
-def _created(info: dict) -> pd.Timestamp:
-    """When the manifest was written (local mtime, S3 LastModified), in UTC."""
-    value = info.get("LastModified", info.get("mtime", info.get("created")))
-    if value is None:
-        raise DataError(f"The store gives no modification time for {info.get('name')}; history needs one to order runs.")
-    stamp = pd.Timestamp(value, unit="s") if isinstance(value, (int, float)) else pd.Timestamp(value)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.floor("ms")  # what history.parquet keeps
-
-
 def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]:
     """Every committed PAULA evaluation under ``runs``, oldest first; and how many runs were passed over.
 
@@ -135,7 +127,7 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
             skipped += 1
             continue
         run_url = join_url(runs, posixpath.basename(posixpath.dirname(path)))
-        records.append(RunRecord(run_url, manifest, _created(fs.info(path))))
+        records.append(RunRecord(run_url, manifest, modified_time(fs.info(path))))
     records.sort(key=lambda r: (r.created, r.manifest["run_id"]))
     if damaged:
         shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
@@ -308,10 +300,25 @@ _SCHEMA = pa.schema([
 ])
 
 
+def default_out(runs: str, series: str | None = None) -> str:
+    """Where ``prdist history`` writes without ``--out``: ``<runs>/_history`` for every series, and
+    ``<runs>/_history/<series>-<hash>`` for one series (its name made a file name, with 8 hex digits of
+    its SHA-256 so that no two series share a place), so the two never overwrite each other.
+
+    >>> default_out("runs", "file:///data/kb")
+    'runs/_history/file-data-kb-f04d18a6'
+    """
+    root = join_url(runs, "_history")
+    if series is None:
+        return root
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", series).strip("-.")[:60] or "series"
+    return join_url(root, f"{name}-{hashlib.sha256(series.encode('utf-8')).hexdigest()[:8]}")
+
+
 def write_history(runs: str, *, out: str | None = None, series: str | None = None, ranks=None, storage_options=None) -> tuple[str, pd.DataFrame]:
     """Write ``history.parquet`` and ``history.html`` for the series under ``runs``; return (out, table).
 
-    ``out`` defaults to ``<runs>/_history``. Every series found is written unless ``series`` names one.
+    ``out`` defaults to :func:`default_out`. Every series found is written unless ``series`` names one.
     """
     records, _ = read_runs(runs, storage_options=storage_options)
     by_series: dict[str, list[RunRecord]] = {}
@@ -324,7 +331,7 @@ def write_history(runs: str, *, out: str | None = None, series: str | None = Non
     if not by_series:
         raise InputError(f"No committed PAULA run under {runs}. Run 'prdist run --out {runs}' first.")
     table = pd.concat([history_table(rs, ranks=ranks, storage_options=storage_options) for rs in by_series.values()], ignore_index=True)
-    out = out or join_url(runs, "_history")
+    out = out or default_out(runs, series)
     reports = {r.manifest["run_id"]: _browser_url(join_url(r.url, "report.html"), storage_options) for r in records}
     write_parquet(pa.Table.from_pandas(table, schema=_SCHEMA, preserve_index=False), join_url(out, "history.parquet"),
                   storage_options=storage_options, exclusive=False)

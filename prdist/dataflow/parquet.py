@@ -437,10 +437,20 @@ def store_failed(exc: BaseException) -> bool:
 def corrupt_file_error(display: str, exc: BaseException) -> DataError:
     """The DataError for a file that is not readable Parquet."""
     reason = " ".join(str(exc).split())  # pyarrow's reasons span lines; a message is one
+    if "magic bytes" in reason and display.lower().removesuffix(".gz").endswith(TEXT_SUFFIXES):  # a dump
+        return DataError(
+            f"{display} is not Parquet but, by its name, a text dump: make a ranked resource of it with "
+            "'prdist ingest FILE --out DIR --score COL --key COL' (CSV, TSV or JSON Lines) and give that DIR."
+        )
     return DataError(
         f"{display} is not a readable Parquet file ({reason}). It is corrupted, truncated or not "
-        "Parquet at all: rewrite it, or remove it from the dataset."
+        "Parquet at all: rewrite it, or remove it from the dataset (a CSV, TSV or JSON Lines dump "
+        "becomes a resource with 'prdist ingest')."
     )
+
+
+#: File name endings of the text dumps that ``prdist ingest`` reads (also compressed with gzip).
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".tab", ".jsonl", ".ndjson", ".json")
 
 
 def _finite_or_none(value):

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from ..errors import InputError, ParameterError, PrdistError
+from ..errors import DataError, InputError, ParameterError, PrdistError
 from ..redaction import redact, redact_url, refuse_credentials
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "check_reachable",
     "check_regular_file",
     "is_permanent",
+    "modified_time",
     "dataset_publication",
     "exists",
     "filesystem",
@@ -960,3 +961,17 @@ def check_output_place(url, *, option: str, storage_options=None, inputs=(),
         if source.protocol == target.protocol and (a == b or a.startswith(b + "/")):
             raise OutputConflict(f"{option} {target.url} would write over {name} {source.url}, which this command reads. "
                                  f"Give {option} a place of its own.")
+
+
+def modified_time(info: dict):
+    """When a file was last written (local mtime, S3 LastModified; from ``fs.info``), a UTC pandas
+    Timestamp to the millisecond."""
+    import pandas as pd  # only where needed: storage serves commands that load no pandas
+
+    value = info.get("LastModified", info.get("mtime", info.get("created")))
+    if value is None:
+        raise DataError(f"The store gives no modification time for {info.get('name')}; prdist orders runs by it: "
+                        "use a store that reports one (LastModified or mtime).")
+    stamp = pd.Timestamp(value, unit="s") if isinstance(value, (int, float)) else pd.Timestamp(value)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return stamp.floor("ms")  # what history.parquet keeps

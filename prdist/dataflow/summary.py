@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
 
 import numpy as np
 import pandas as pd
 
 from .storage import exists, filesystem, join_url, read_parquet
 
-__all__ = ["assumptions_doubt", "awaiting_message", "run_summary"]
+__all__ = ["assumptions_doubt", "awaiting_message", "run_files", "run_summary"]
 
 
 def _read(run: str, name: str, storage_options):
@@ -34,7 +35,8 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     doubt = assumptions_doubt(manifest)
     if doubt:
         lines.append(f"warning: {doubt}; the guarantees below hold only if the assumptions do (see the report's diagnostics)")
-    wanted = np.unique(np.geomspace(min(1000, n), n, num=ranks).astype(np.int64))
+    # log-spaced from rank 1,000 (from n / 100 on smaller resources, so they get several ranks too)
+    wanted = np.unique(np.geomspace(min(1000, max(1, n // 100)), n, num=ranks).astype(np.int64))
     table = bounds.set_index("rank")
     rows = table.index.to_numpy()
     picks = rows[np.clip(np.searchsorted(rows, wanted), 0, rows.size - 1)]
@@ -54,10 +56,31 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     if counts.get("cannot_judge") or counts.get("disputed"):
         lines.append(f"cannot judge: {counts['cannot_judge']:,} items (counted as unknown by the bounds); "
                      f"disputed: {counts['disputed']:,}")
+    if manifest.get("bands"):
+        lines.append(_bands_line(manifest["bands"]))
     if manifest.get("awaiting_labels"):
         lines.append(f"awaiting labels: {counts['awaiting']:,} items, task at {manifest['annotation_task']}")
     lines.append(f"report: {join_url(run, 'report.html')}")
+    lines.append(f"written: {', '.join(run_files(run, storage_options))}")
     return "\n".join(lines)
+
+
+def _bands_line(bands: dict) -> str:
+    """One line on the run's bootstrap bands, from the manifest's ``bands`` entry."""
+    line = (f"bands: {bands.get('method', 'bootstrap')} bootstrap bands of the PR curve at confidence "
+            f"{1 - float(bands['delta']):.3g} from {int(bands['n']):,} labeled items of the random arm")
+    left_out = int(bands.get("cannot_judge_left_out") or 0)
+    if left_out:
+        worst = "computed" if bands.get("worst_case_computed") else "not computed"
+        line += f" ({left_out:,} that nobody can judge left out; the worst case over them: {worst})"
+    return line + ", in bands.parquet"
+
+
+def run_files(run: str, storage_options=None) -> list[str]:
+    """The names of the files in a run directory, manifest.json last (it is written last)."""
+    fs, path = filesystem(run, storage_options)
+    names = sorted(PurePosixPath(p).name for p in fs.ls(path, detail=False))
+    return sorted(names, key=lambda name: name == "manifest.json")
 
 
 def assumptions_doubt(manifest: dict) -> str | None:
