@@ -316,6 +316,8 @@ PRINTERS = {
                                              "--score", "conf", "--key", "id"],
     "labels export: its output path": lambda root: ["labels", "export", "--run", str(_committed_run(root)),
                                                     "--out", str(root / f"task{ESCAPES}.csv")],
+    "labels fill: its output path": lambda root: ["labels", "fill", str(_write(root / "fill-task.csv", "key,label\nk1,\n")),
+                                                  "--rest", "cannot judge", "--out", str(root / f"filled{ESCAPES}.csv")],
     "labels import: the store's new file": lambda root: ["labels", "import", "--store", str(root / f"store{ESCAPES}"),
                                                          str(root / "answers.csv")],
     "run: its run directory": lambda root: ["run", "--resource", str(root / "res"), "--out", str(root / f"runs{ESCAPES}"),
