@@ -57,7 +57,9 @@ _PARAMETERS = {
     "seed": "random seed",
     "budget": "label budget",
     "labels": "label store",
-    "oracle_column": "column that answered the labels (simulation)",
+    "oracle_column": "column that answered the labels (simulation; with a judge column, the gold audit's)",
+    "judge_column": "column of an automatic judge's verdicts, standing where no annotator judged",
+    "gold_budget": "items of the random gold audit",
     "scheduler": "Dask scheduler",
     "model": "population model of the synthetic resource",
     "prevalence": "share of correct items in the synthetic resource",
@@ -202,7 +204,7 @@ def render_report(
     sections.append(_section_labels(manifest, plan))
     if "verdict_quality" in manifest or "from_judge" in _mapping(manifest.get("counts")):
         sections.append(_section_known_quality(manifest))  # judge30
-    if diagnostics:
+    if diagnostics and manifest.get("certifies") != "gold":  # gold bounds: their own section says how they were made
         sections.append(_section_diagnostics(diagnostics, _labels_known(manifest)))
     sections.append(_section_run(manifest, params))
     return _document(page_title, "\n".join(sections))
@@ -1044,6 +1046,7 @@ def _section_known_quality(manifest: Mapping) -> str:
             "only as predictors of gold. They rest on the normal approximation of the audit's estimates and, at the "
             "grid points past the labeled prefix, on gold labels being independent draws from a rate that does not "
             "rise with rank." + _gold_left_out(audit) + "</p>")
+        parts.append(_gold_diagnostics(_mapping(_mapping(manifest.get("diagnostics")).get("gold_bounds"))))
     else:
         waiting = audit.get("awaiting")
         parts.append(
@@ -1054,12 +1057,25 @@ def _section_known_quality(manifest: Mapping) -> str:
     rows = []
     for source, quality in _mapping(manifest.get("verdict_quality")).items():
         q = _mapping(quality)
-        rows.append([_esc(source), _num(q.get("sensitivity")), _num(q.get("specificity")), _num(q.get("kappa")),
-                     _int(q.get("compared", 0))])
+        regions = [(f"{source}, ranks {_mapping(r).get('region')}", _mapping(r)) for r in q.get("regions") or []]
+        for name, part in [(source, q), *regions]:
+            rows.append([_esc(name), _num(part.get("sensitivity")), _num(part.get("specificity")), _num(part.get("kappa")),
+                         _int(part.get("compared", 0))])
     if rows:
         parts.append("<h3>Agreement with gold on the audit</h3>")
         parts.append(_table(["source", "sensitivity", "specificity", "kappa", "items compared"], rows, numeric={1, 2, 3, 4}, css="narrow"))
     return f'<section id="known-quality"><h2>Verdicts of known quality</h2>{"".join(parts)}</section>'
+
+
+def _gold_diagnostics(gold: Mapping) -> str:
+    """How the gold bounds were made: the predictor, its power tuning, segments without gold, contradictions."""
+    if not gold:
+        return ""
+    tuning = _mapping(gold.get("power_tuning"))
+    return (f'<p class="note">Predictor of gold: {_esc(gold.get("predictor"))}; power-tuning weight \u03bb from '
+            f'{_num(tuning.get("lambda_min"))} to {_num(tuning.get("lambda_max"))} (median {_num(tuning.get("lambda_median"))}; '
+            f'0 = gold alone); {_int(gold.get("segments_without_gold", 0))} plan segments without a gold verdict (their '
+            f'range counted whole); {_int(gold.get("contradictions", 0))} contradictions between the bounds.</p>')
 
 
 def _gold_left_out(audit: Mapping) -> str:

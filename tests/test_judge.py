@@ -141,6 +141,8 @@ def _gold_cycle(tmp_path, url: str, truth: dict, budget: int, *grid) -> Path:
     code, stdout, stderr = cli(*args)
     assert code == 0, stderr
     assert "the bounds certify the precision as gold says it" in stdout and "judge against gold: sensitivity" in stdout
+    again = cli(*args)  # the committed run is found again, audit and all
+    assert again[0] == 0 and again[1].strip().splitlines()[-1] == stdout.strip().splitlines()[-1]
     return Path(stdout.strip().splitlines()[-1])
 
 

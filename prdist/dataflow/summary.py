@@ -72,7 +72,7 @@ def known_quality_lines(manifest: dict) -> list[str]:
     audit = counts.get("gold_audit") or {}
     if manifest.get("certifies") == "gold":
         lines.append(f"the bounds certify the precision as gold says it (gold audit of {audit['items']:,} planned items), "
-                     f"at confidence {params['confidence']}, whatever the verdicts' quality")
+                     f"at confidence {params['confidence']}, whatever the verdicts' quality (assumptions: see the report)")
     else:
         waiting = f"; the gold audit awaits {audit['awaiting']:,} gold verdicts" if audit.get("awaiting") else ""
         lines.append(f"the bounds certify the precision as the verdicts say it, not the truth where they err{waiting}")
