@@ -222,3 +222,34 @@ def test_a_judge_column_costs_at_most_half_again_at_a_million_items(tmp_path):
     plain, judge = min(times["plain"]), min(times["judge"])
     print(f"10^6 items: plain {plain:.2f} s, judge column {judge:.2f} s, ratio {judge / plain:.2f}, load {os.getloadavg()[0]:.1f}")
     assert judge <= 1.5 * plain
+
+
+def test_annotators_outvote_the_judge_and_each_source_is_measured_against_gold(tmp_path):
+    params = ev.EvaluationParams(confidence=0.95, gold_budget=30, seed=1, eps=0.1, window=20)
+    planned = ev.make_plan(5_000, params)
+    keys = planned.ranks * 3
+    items = pd.DataFrame({"key": keys, "score": -planned.ranks.astype(float), "judge": np.full(keys.size, 0.8)})
+    store = str(tmp_path / "store")
+    audited = keys[planned.in_audit]
+    import_labels(store, [label_file(tmp_path / "a.csv", audited[:10], [0] * 10)], annotator="ann")
+    gold = [1] * 10 + [0] * 5 + ["cannot judge"] + [1] * (audited.size - 16)
+    import_labels(store, [label_file(tmp_path / "g.csv", audited, gold)], role="gold", annotator="expert")
+    got = ev.resolve_labels(items, store=store, judge_column="judge", audit=planned.in_audit)
+    first = np.isin(keys, audited[:10])
+    assert np.all(got.labels[first] == 0) and np.all(got.labels[~first] == 1)  # the judge (0.8) stands elsewhere
+    assert got.judged.sum() == keys.size - 10 and not got.awaiting.any()  # the expert's "cannot judge" settles its item
+    assert got.to_dict()["gold_audit"] == {"items": 30, "gold": 29, "gold_positives": 24, "cannot_judge": 1, "awaiting": 0}
+    assert np.isnan(got.certified_gold[~planned.in_audit]).all() and np.isnan(got.certified_gold).sum() == keys.size - 29
+    quality = got.verdict_quality(planned)
+    assert (quality["annotators"]["compared"], quality["annotators"]["false_negative"]) == (10, 10)
+    assert (quality["judge"]["compared"], quality["judge"]["false_positive"], quality["judge"]["true_positive"]) == (29, 5, 24)
+
+
+def test_the_audit_awaits_gold_even_where_annotators_judged(tmp_path):
+    params = ev.EvaluationParams(confidence=0.95, gold_budget=5, seed=2, eps=0.1, window=20)
+    planned = ev.make_plan(2_000, params)
+    items = pd.DataFrame({"key": planned.ranks, "score": -planned.ranks.astype(float)})
+    store = str(tmp_path / "store")
+    import_labels(store, [label_file(tmp_path / "a.csv", planned.ranks, [1] * planned.ranks.size)], annotator="ann")
+    got = ev.resolve_labels(items, store=store, audit=planned.in_audit)
+    assert np.array_equal(got.awaiting, planned.in_audit) and got.certified_gold is None
