@@ -5,7 +5,7 @@ expert adjudication) exist on a random audit of the planned items only. This mod
 precision that the gold verdicts would give, p(r) = y(r)/r with y(r) the number of items at
 ranks 1..r that gold calls correct, at every rank the run reports, whatever the quality of the
 other verdicts. The verdicts and a judge serve only as *predictors* of gold: a good predictor
-narrows the bounds, a useless or adversarial one leaves them as wide as gold alone.
+narrows the bounds, a useless or adversarial one leaves them (about) as wide as gold alone.
 
 Notation
 --------
@@ -30,14 +30,17 @@ are the *checkpoints* c_1 < ... < c_P = g_ℓ. T_s is the number of gold positiv
    is unbiased for Θ for any fixed f and λ (N_s planned and n_s audited items in s), because the
    second term is the Horvitz-Thompson estimate of Σ_{i in s} (g_i - λ f_i). Its variance is
    Σ_s b_s² N_s² (1 - n_s/N_s) S_s²(λ) / n_s, S_s² the within-segment variance of g - λ f.
-   λ is power-tuned (PPI++): the minimiser of the estimated variance, clipped to [0, 1] as
-   ppi-python does, so λ = 0 (gold alone) whenever the predictor does not help; a useless or
-   adversarial predictor therefore never makes an interval narrower than gold alone's, and a
-   good one shrinks the variance by about 1 - corr(g, f)².
+   λ is power-tuned (PPI++), one per functional, from the same audit (as in PPI++, this keeps
+   the estimate consistent and the interval asymptotically valid), clipped to [0, 1] as
+   ppi-python does: a predictor anti-correlated with gold gets λ = 0, exactly gold alone's
+   interval, a useless one a λ near 0, and a good one shrinks the variance by about
+   1 - corr(g, f)² within segments.
    S_s² is estimated as the larger of the segment's sample variance of g - λ f and the
-   within-segment variance pooled over all segments. The floor keeps a segment whose few
+   within-segment variance pooled over all segments, the pool counting two pseudo-observations
+   at ±1/2 about its mean (Agresti-Coull's one success and one failure). The floor keeps a segment whose few
    audited items all agree (rare errors unseen, a precision near 1) from claiming a variance near
-   zero, the Wald interval's failure on rare events; it costs width where segments differ. λ
+   zero, the Wald interval's failure on rare events (and a predictor that agreed with every
+   audited gold verdict from claiming exactness); it costs width where segments differ. λ
    minimises the variance with own plus pooled variance per segment (a quadratic in λ that
    bounds the one used). A segment without any gold verdict contributes its
    deterministic range [0, b_s N_s]; a segment audited whole contributes exactly.
@@ -352,7 +355,10 @@ def plan_gold_audit(plan: PaulaPlan, budget: int, *, seed: int) -> np.ndarray:
     module docstring) with proportional allocation: each segment gets floor(budget N_s / N)
     items, the remaining ones go to the segments with the largest remainders (ties broken at
     random), and each segment's items are a uniform random subset of it. This spreads the audit
-    evenly over the score range and is the design :func:`gold_bounds` analyses.
+    evenly over the score range and is the design :func:`gold_bounds` analyses. That function
+    gives a segment without any gold verdict its whole range, so a budget below about two per
+    segment (there are about g_ℓ/window + L - ℓ of them: 147 at n = 10^5 with the default
+    eps and window) leaves the bounds near trivial.
 
     Parameters
     ----------
@@ -449,7 +455,9 @@ def _estimate(B: np.ndarray, st: _SegmentStats, *, tune: bool) -> _Functionals:
     # Sums of squared deviations of g - λf in each segment: SS_s(λ) = ss_g - 2λ ss_gf + λ² ss_f
     ss = np.stack((st.g - st.g**2 / safe, st.gf - st.g * st.f / safe, st.ff - st.f**2 / safe))  # g² = g
     dof = n - 1.0
-    pool = ss.sum(axis=1) / max(float(np.sum(np.maximum(dof, 0.0))), 1.0)  # pooled within-segment variance
+    # pooled within-segment variance, with two pseudo-observations at ±1/2 (Agresti-Coull's one
+    # success and one failure): never zero, even when every audited verdict agrees with gold
+    pool = (ss.sum(axis=1) + np.array([0.5, 0.0, 0.0])) / (float(np.sum(np.maximum(dof, 0.0))) + 1.0)
     own = np.where(dof > 0, ss / np.where(dof > 0, dof, 1.0), 0.0)
     B2w = B**2 * weight  # (M, S)
     if tune:

@@ -201,3 +201,12 @@ def test_coverage_on_every_setting_of_the_issue():
     """500 resources per setting: coverage >= 1 - delta - 0.01 (the goal of issue 30)."""
     coverage = _coverage(_bench().SETTINGS, 500, 30_000)
     assert min(coverage.values()) >= 0.94, coverage
+
+
+def test_gold_bounds_plot_like_paula_bounds(resource):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    plan, truth_all, truth, gold, _ = resource
+    ax = gold_bounds(plan, truth, gold, confidence=0.95).plot()
+    assert ax.get_xscale() == "log" and len(ax.lines) >= 2
