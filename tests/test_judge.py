@@ -168,9 +168,6 @@ def test_with_a_judge_only_the_gold_audit_awaits_people_then_the_bounds_certify_
     assert _covers_gold(run, url, truth)
 
 
-@pytest.mark.xfail(strict=True, reason="prdist.known_quality.gold_bounds (ppi30 at ef34066): with about one gold item per "
-                   "segment no variance is estimated, and the first prefix chunk's lower bound is its size (precision 1.0 "
-                   "at ranks 1..192 where gold says 0.988 at rank 81)")
 def test_a_small_gold_audit_still_covers_gold(tmp_path, judged):
     url, truth = judged
     assert _covers_gold(_gold_cycle(tmp_path, url, truth, 60), url, truth)
