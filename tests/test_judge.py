@@ -155,7 +155,7 @@ def _covers_gold(run: Path, url: str, truth: dict) -> bool:
                 and np.all(exact[r - 1] <= bounds["precision_upper"].to_numpy() + 1e-12))
 
 
-def test_with_a_judge_only_the_gold_audit_awaits_people_then_the_bounds_certify_gold(tmp_path, judged):
+def test_with_a_judge_only_the_gold_audit_awaits_people_then_the_bounds_certify_gold(tmp_path, judged, runner):
     url, truth = judged
     run = _gold_cycle(tmp_path, url, truth, 115, "--eps", "0.1", "--window", "20")  # gold on 10 % of the 1,149 planned
     manifest = json.loads((run / "manifest.json").read_text())
