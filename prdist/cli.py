@@ -770,7 +770,8 @@ def _add_labels(sub) -> None:
         help="import verdicts into a label store, see its status, or export a run's annotation task",
         description=(
             "The label store is append-only Parquet of verdict records (key, verdict, annotator, time, "
-            "source), shared by every release and system. A verdict is correct, incorrect or cannot judge."
+            "source, role: annotator, judge or gold), shared by every release and system. A verdict is correct, "
+            "incorrect or cannot judge."
         ),
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
@@ -805,7 +806,8 @@ def _add_labels(sub) -> None:
                           "to annotators (hidden by default: they bias the verdict)")
     _add_storage_options(exp.add_argument)
     exp.set_defaults(handler=_cmd_labels_export)
-    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
+    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store, "
+                                           "records per role and the judges' agreement with gold")
     st.add_argument("--store", required=True, metavar="URL", help="the label store")
     st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
     _add_aggregate(st.add_argument)
