@@ -27,7 +27,7 @@ $(LS_STAMP): tests/label_studio/requirements.lock $(STAMP)
 
 ## demo: the main job on embedded defaults (synthetic resource, local everything)
 demo: $(STAMP)
-	$(VENV)/bin/prdist run
+	$(VENV)/bin/prdist run --judge-column judge --gold-budget 1000
 
 ## test: the whole default suite (slow statistical tests included when CI=true)
 test: $(STAMP) $(LS_STAMP)

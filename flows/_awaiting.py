@@ -27,7 +27,8 @@ __all__ = ["FLOW_PARAMETERS", "AwaitingRelease", "awaiting_releases", "is_touche
 
 #: The evaluation parameters an evaluate-release flow run takes; a run made with others (through
 #: the Python API) cannot be made again by the flow and is left to its maker.
-FLOW_PARAMETERS = ("method", "eps", "window", "r_tilde", "confidence", "seed", "oracle_column", "bands", "aggregate")
+FLOW_PARAMETERS = ("method", "eps", "window", "r_tilde", "confidence", "seed", "oracle_column", "bands", "aggregate",
+                   "judge_column", "gold_budget")
 
 
 @dataclass(frozen=True)

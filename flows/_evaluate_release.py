@@ -86,17 +86,18 @@ def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: st
 
 
 @step(**IO_RETRIES)
-def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: str | None):
+def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: str | None, audit: np.ndarray | None = None):
     from prdist.dataflow.run import read_items
 
     items = read_items(items_url, resource)
     return items, ev.resolve_labels(items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options,
-                                    rule=params.aggregate)
+                                    rule=params.aggregate, judge_column=params.judge_column, audit=audit)
 
 
 @step(**IN_MEMORY)
-def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.EvaluationParams) -> ev.Estimate:
-    return ev.estimate(planned, labels, params)
+def estimate_task(planned: ev.PlannedRanks, labels: np.ndarray, params: ev.EvaluationParams, gold: np.ndarray | None = None,
+                  judge: np.ndarray | None = None) -> ev.Estimate:
+    return ev.estimate(planned, labels, params, gold=gold, judge=judge)
 
 
 @step(**IN_MEMORY)
@@ -139,6 +140,8 @@ def evaluate_release(
     aggregate: str = "majority",
     series: str | None = None,
     awaiting: bool = False,
+    judge_column: str | None = None,
+    gold_budget: int | None = None,
 ) -> str:
     """Evaluate the resource at ``resource`` and write one run directory under ``out``.
 
@@ -150,11 +153,13 @@ def evaluate_release(
     release): the release it names is evaluated. With ``awaiting`` (the on-labels deployment),
     every other release under ``out`` awaiting labels whose plan the label store's verdicts now
     change is evaluated again too, each as its own (sub)flow run (:mod:`flows._awaiting`).
+    ``judge_column`` and ``gold_budget``: verdicts of known quality (``EvaluationParams``).
     """
     resource = current_task(resource, unsealed(storage_options))
     params = ev.EvaluationParams(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
         seed=seed, oracle_column=oracle_column, bands=bands, aggregate=aggregate,
+        judge_column=judge_column, gold_budget=gold_budget,
     )
     with one_cluster():  # one Dask cluster for every step of the run, started when first needed
         res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
@@ -177,8 +182,8 @@ def _compute(res, planned, params: ev.EvaluationParams, *, out: str, labels: str
              series: str | None):
     """Extract, label, estimate, (bands, exact precision), write: the run's outcome and its cut-off bounds."""
     items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
-    items, resolution = labels_task(items_url, res, params, labels)
-    est = estimate_task(planned, resolution.labels, params)
+    items, resolution = labels_task(items_url, res, params, labels, planned.in_audit)
+    est = estimate_task(planned, resolution.labels, params, resolution.certified_gold, resolution.judge)
     pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
     # In simulation the truth is known: record the exact precision beside the bounds.
     exact = exact_task(res, est.bounds["rank"].to_numpy(), items, scheduler) if params.oracle_column else None

@@ -460,6 +460,12 @@ def _add_run(sub) -> None:
     _add_aggregate(add)
     add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
     add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
+    add("--judge-column", dest="judge_column", default=None, metavar="COL",
+        help="automatic verdicts from this column of the resource (0/1, or a probability in [0, 1]: correct from 0.5 "
+             "up), standing for every planned item without an annotator verdict")
+    add("--gold-budget", dest="gold_budget", type=int, default=None, metavar="N",
+        help="a random gold audit of N planned items, listed in the annotation task (import their verdicts with "
+             "'labels import --role gold'); once all are in, the bounds hold for the precision as gold says it")
     add("--seed", type=int, default=0, metavar="S", help="seed of every random draw (default 0)")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: in-process threads; a local cluster from 2^31 items)")
     _add_storage_options(add, "for --resource/--out/--labels")
@@ -493,6 +499,7 @@ def _cmd_run(args) -> int:
     check_int(args.seed, name="--seed", owner=owner, low=0)
     check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
     confidence = _confidence_option(args.confidence)
+    _check_known_quality_options(args, confidence)
     if confidence is None and (args.method != "paula" or args.bands):
         what = "--bands" if args.method == "paula" else f"--method {args.method}"
         raise InputError(f"--confidence none gives the paper's deterministic PAULA bounds, but {what} gives intervals "
@@ -507,7 +514,7 @@ def _cmd_run(args) -> int:
         resource=resource, out=args.out, method=args.method, eps=args.eps, window=args.window,
         r_tilde=args.r_tilde, confidence=confidence, labels=args.labels, oracle_column=oracle,
         bands=args.bands, seed=args.seed, scheduler=args.scheduler, key=args.key, score=args.score,
-        aggregate=args.aggregate, series=args.series,
+        aggregate=args.aggregate, series=args.series, judge_column=args.judge_column, gold_budget=args.gold_budget,
     )  # fmt: skip
     # A run that exists is found before any cluster or orchestrator starts: a no-op is instant.
     outcome = _committed_run(parameters, storage_options)
@@ -526,6 +533,18 @@ def _cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _check_known_quality_options(args, confidence) -> None:
+    """--gold-budget: a positive count, for PAULA at a confidence level (checked before Prefect starts)."""
+    if args.gold_budget is None:
+        return
+    from ._validation import check_int
+
+    check_int(args.gold_budget, name="--gold-budget", owner="prdist run", low=1)
+    if args.method != "paula" or confidence is None:
+        raise InputError("--gold-budget certifies PAULA's bounds against gold at a confidence level: use --method paula "
+                         f"with e.g. --confidence 0.95 (got --method {args.method}, --confidence {args.confidence}).")
+
+
 def _committed_run(parameters: dict, storage_options):
     """The committed run that the evaluation ``parameters`` make, or None: read, never computed.
 
@@ -542,6 +561,7 @@ def _committed_run(parameters: dict, storage_options):
     params = EvaluationParams(
         method=p["method"], eps=p["eps"], window=p["window"], r_tilde=p["r_tilde"], confidence=p["confidence"],
         seed=p["seed"], oracle_column=p["oracle_column"], bands=p["bands"], aggregate=p["aggregate"],
+        judge_column=p["judge_column"], gold_budget=p["gold_budget"],
     )  # fmt: skip, as the flow builds them
     resource = open_for_run(p["resource"], storage_options=storage_options, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
     found = committed_run(resource, params, out=p["out"], labels=p["labels"], series=p["series"])
@@ -612,19 +632,25 @@ def _note_exhaustive_plan(url: str, args, storage_options) -> None:
         print(f"prdist: note: {note}.", file=sys.stderr)
 
 
+#: The accuracy of the demo resource's ``judge`` column (a noisy copy of the truth).
+DEMO_JUDGE_ACCURACY = 0.9
+
+
 def _demo_resource(args, storage_options) -> str:
-    """The demo's synthetic resource: binormal scores, 30 % positives, sorted (reused if present)."""
+    """The demo's synthetic resource: binormal scores, 30 % positives, sorted, with a column
+    ``judge`` that is right with probability 0.9 (reused if present)."""
     from . import population
     from .dataflow.storage import exists, filesystem, join_url
     from .dataflow.synth import read_synth_metadata
 
-    url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}")
+    url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}-judge{DEMO_JUDGE_ACCURACY}")
     fs, path = filesystem(url, storage_options)
     if exists(fs, path, where=url):
         read_synth_metadata(url, storage_options=storage_options)  # a complete synthetic resource, or an error
         return url
     model = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
-    parameters = dict(model=model, n=args.demo_n, out=url, order="sorted", seed=args.seed, scheduler=args.scheduler)
+    parameters = dict(model=model, n=args.demo_n, out=url, order="sorted", seed=args.seed, scheduler=args.scheduler,
+                      judge_accuracy=DEMO_JUDGE_ACCURACY)
     return _run_flow("synth", "synthesize_resource", parameters, storage_options, args).url
 
 
@@ -784,14 +810,15 @@ def _add_aggregate(add) -> None:
 
 
 def _add_labels(sub) -> None:
-    from .label_choices import LABEL_FORMATS as FORMATS
+    from .label_choices import LABEL_FORMATS as FORMATS, ROLES
 
     parser = sub.add_parser(
         "labels",
         help="import verdicts into a label store, see its status, or export a run's annotation task",
         description=(
             "The label store is append-only Parquet of verdict records (key, verdict, annotator, time, "
-            "source), shared by every release and system. A verdict is correct, incorrect or cannot judge."
+            "source, role: annotator, judge or gold), shared by every release and system. A verdict is correct, "
+            "incorrect or cannot judge."
         ),
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
@@ -815,6 +842,9 @@ def _add_labels(sub) -> None:
     imp.add_argument("--annotator-map", dest="annotator_map", default=None, metavar="FILE",
                      help='annotator ids to people: a JSON object {"id": "person"} or a CSV id,annotator '
                           "(one person under several ids is one annotator)")
+    imp.add_argument("--role", choices=ROLES, default="annotator",
+                     help="the verdicts' source (default annotator): judge = automatic verdicts that stand where no "
+                          "annotator judged; gold = expert adjudications, kept apart, that the bounds certify against")
     imp.add_argument(
         "--resource", default=None, metavar="URL",
         help="refuse labels for keys this Parquet resource does not hold (reads its key column once); "
@@ -840,7 +870,8 @@ def _add_labels(sub) -> None:
     _add_storage_options(exp.add_argument)
     exp.set_defaults(handler=_cmd_labels_export)
     _add_labels_fill(actions)
-    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store")
+    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store, "
+                                           "records per role and the judges' agreement with gold")
     st.add_argument("--store", required=True, metavar="URL", help="the label store")
     st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
     _add_aggregate(st.add_argument)
@@ -882,8 +913,9 @@ def _cmd_labels_import(args) -> int:
     people = read_annotator_map(args.annotator_map, storage_options=options) if args.annotator_map else None
     summary = import_labels(args.store, args.files, storage_options=options, annotator=args.annotator,
                             resource=args.resource, key=args.key, score=args.score, words=words, annotators=people,
-                            layout=Layout(fmt=args.fmt, control=args.control, key_field=args.key_field))
-    print(f"prdist labels: {summary.labels:,} verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
+                            layout=Layout(fmt=args.fmt, control=args.control, key_field=args.key_field),
+                            role=args.role)
+    print(f"prdist labels: {summary.labels:,} {args.role} verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
           f"({summary.positives:,} correct, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
           f"[{', '.join(dict.fromkeys(summary.formats))}]")
     print(f"skipped: {summary.skipped_text() or 'none'}")
@@ -964,10 +996,25 @@ def status_text(status: dict) -> str:
     alpha = status["agreement"]["krippendorff_alpha"]
     lines.append(f"agreement: Krippendorff's alpha {'undefined' if alpha is None else f'{alpha:.3f}'} over "
                  f"{status['agreement']['pairable_keys']:,} items judged by two or more annotators")
+    lines += _role_lines(status)  # judge30
     if status["disputed_keys"]:
         shown = status["disputed_keys"][:10]
         lines.append(f"disputed: {', '.join(map(terminal_text, shown))}" + (" ..." if len(status["disputed_keys"]) > len(shown) else ""))
     return "\n".join(lines)
+
+
+def _role_lines(status: dict) -> list[str]:
+    """The label status's records per role and the judges' quality against gold."""
+    roles = status["roles"]
+    lines = ["roles: " + ", ".join(f"{role} {c['records']:,} records on {c['items']:,} items" for role, c in roles.items())]
+    quality = status["judge_quality"]
+    if quality is None:
+        lines.append("judge quality: no item has both a judge and a gold verdict")
+    else:
+        from .dataflow.summary import quality_text
+
+        lines.append("judge quality against gold: " + quality_text(quality))
+    return lines
 
 
 def _add_ingest(sub) -> None:

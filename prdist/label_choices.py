@@ -9,3 +9,6 @@ AGGREGATIONS = ("majority", "latest", "dawid-skene")
 
 #: Formats of label files and annotation-tool exports ("auto": detected from the content).
 LABEL_FORMATS = ("auto", "csv", "jsonl", "parquet", "label-studio", "mturk", "prodigy", "argilla")
+
+#: Roles of a verdict's source in the label store: see :mod:`prdist.verdict_roles`.
+ROLES = ("annotator", "judge", "gold")

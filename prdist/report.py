@@ -57,7 +57,9 @@ _PARAMETERS = {
     "seed": "random seed",
     "budget": "label budget",
     "labels": "label store",
-    "oracle_column": "column that answered the labels (simulation)",
+    "oracle_column": "column that answered the labels (simulation; with a judge column, the gold audit's)",
+    "judge_column": "column of an automatic judge's verdicts, standing where no annotator judged",
+    "gold_budget": "items of the random gold audit",
     "scheduler": "Dask scheduler",
     "model": "population model of the synthetic resource",
     "prevalence": "share of correct items in the synthetic resource",
@@ -200,7 +202,9 @@ def render_report(
     if cutoffs is not None:
         sections.append(_section_cutoffs(cutoffs, view.n, in_doubt=diagnostics.get("assumptions_plausible") is False))
     sections.append(_section_labels(manifest, plan))
-    if diagnostics:
+    if "verdict_quality" in manifest or "from_judge" in _mapping(manifest.get("counts")):
+        sections.append(_section_known_quality(manifest))  # judge30
+    if diagnostics and manifest.get("certifies") != "gold":  # gold bounds: their own section says how they were made
         sections.append(_section_diagnostics(diagnostics, _labels_known(manifest)))
     sections.append(_section_run(manifest, params))
     return _document(page_title, "\n".join(sections))
@@ -976,7 +980,7 @@ _COUNT_ROWS = (
     ("unknown", "labels unknown"),
     ("cannot_judge", "\u2026 nobody can judge (never requested again)"),
     ("disputed", "\u2026 disputed (annotators tie; requested again)"),
-    ("awaiting", "\u2026 awaiting a verdict (missing or disputed)"),
+    ("awaiting", "\u2026 awaiting a verdict (missing or disputed, or an audit item's gold)"),
 )
 
 
@@ -1022,6 +1026,64 @@ def _section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
             parts.append(f"<h3>Items awaiting labels (first {len(first)} of {_int(len(waiting))} by rank)</h3>")
             parts.append(_table(["rank", "key", "score", "role"], rows, numeric={0, 2}))
     return f'<section id="labels"><h2>Label budget</h2>{"".join(parts)}</section>'
+
+
+def _section_known_quality(manifest: Mapping) -> str:
+    """What the bounds certify (gold, or the verdicts) and each verdict source's agreement with gold."""
+    counts = _mapping(manifest.get("counts"))
+    audit = _mapping(counts.get("gold_audit"))
+    confidence = _mapping(manifest.get("params")).get("confidence")
+    parts = []
+    if _is_number(counts.get("from_judge")):
+        parts.append(f'<p class="note">{_int(counts["from_judge"])} planned items carry the judge\'s verdict (no annotator '
+                     "judged them).</p>")
+    if manifest.get("certifies") == "gold":
+        level = f"{float(confidence):g}" if _is_number(confidence) else "the run's confidence"
+        parts.append(
+            f'<p class="note">The precision bounds certify the precision <em>as gold says it</em>, at every rank of the '
+            f"bounds table at once with probability at least {level}, whatever the judge's or annotators' quality: "
+            f"gold verdicts on a random audit of {_int(audit.get('items', 0))} planned items, the other verdicts serving "
+            "only as predictors of gold. They rest on the normal approximation of the audit's estimates and, at the "
+            "grid points past the labeled prefix, on gold labels being independent draws from a rate that does not "
+            "rise with rank." + _gold_left_out(audit) + "</p>")
+        parts.append(_gold_diagnostics(_mapping(_mapping(manifest.get("diagnostics")).get("gold_bounds"))))
+    else:
+        waiting = audit.get("awaiting")
+        parts.append(
+            '<p class="note">The precision bounds certify the precision <em>as the verdicts say it</em> (annotators\' and '
+            "judge's), not the truth where verdicts err."
+            + (f" The gold audit awaits {_int(waiting)} gold verdicts; once they are in, the bounds certify gold."
+               if _is_number(waiting) and waiting > 0 else "") + "</p>")
+    rows = []
+    for source, quality in _mapping(manifest.get("verdict_quality")).items():
+        q = _mapping(quality)
+        regions = [(f"{source}, ranks {_mapping(r).get('region')}", _mapping(r)) for r in q.get("regions") or []]
+        for name, part in [(source, q), *regions]:
+            rows.append([_esc(name), _num(part.get("sensitivity")), _num(part.get("specificity")), _num(part.get("kappa")),
+                         _int(part.get("compared", 0))])
+    if rows:
+        parts.append("<h3>Agreement with gold on the audit</h3>")
+        parts.append(_table(["source", "sensitivity", "specificity", "kappa", "items compared"], rows, numeric={1, 2, 3, 4}, css="narrow"))
+    return f'<section id="known-quality"><h2>Verdicts of known quality</h2>{"".join(parts)}</section>'
+
+
+def _gold_diagnostics(gold: Mapping) -> str:
+    """How the gold bounds were made: the predictor, its power tuning, segments without gold, contradictions."""
+    if not gold:
+        return ""
+    tuning = _mapping(gold.get("power_tuning"))
+    return (f'<p class="note">Predictor of gold: {_esc(gold.get("predictor"))}; power-tuning weight \u03bb from '
+            f'{_num(tuning.get("lambda_min"))} to {_num(tuning.get("lambda_max"))} (median {_num(tuning.get("lambda_median"))}; '
+            f'0 = gold alone); {_int(gold.get("segments_without_gold", 0))} plan segments without a gold verdict (their '
+            f'range counted whole); {_int(gold.get("contradictions", 0))} contradictions between the bounds.</p>')
+
+
+def _gold_left_out(audit: Mapping) -> str:
+    k = audit.get("cannot_judge")
+    if not _is_number(k) or k == 0:
+        return ""
+    return (f" {_int(k)} audit items that gold could not judge are left out, assumed missing independently of their "
+            "gold verdict.")
 
 
 def _agreement_note(agreement: Mapping) -> str:

@@ -7,7 +7,7 @@ them in order, and tests call them directly.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -66,6 +66,13 @@ class EvaluationParams:
     aggregate : {"majority", "latest", "dawid-skene"}
         How the verdicts of several annotators make one label per item
         (:func:`prdist.verdicts.aggregate`).
+    judge_column : str, optional
+        Automatic verdicts from this column of the resource (0/1, or a probability in [0, 1] read
+        as correct from 0.5 up), standing for every planned item without an annotator verdict.
+    gold_budget : int, optional
+        A random gold audit of this many planned items (:func:`prdist.known_quality.plan_gold_audit`,
+        seeded by ``seed``); once every audit item has its gold verdict the bounds certify the
+        precision as gold says it (:func:`prdist.known_quality.gold_bounds`).
     """
 
     method: str = "paula"
@@ -81,6 +88,8 @@ class EvaluationParams:
     replicates: int = 1000
     targets: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7)
     aggregate: str = "majority"
+    judge_column: str | None = None
+    gold_budget: int | None = None
 
     def __post_init__(self):
         owner = "EvaluationParams"
@@ -106,6 +115,18 @@ class EvaluationParams:
         for t in self.targets:
             check_float(t, name="targets", owner=owner, low=0.0, high=1.0, low_open=True)
         check_choice(self.aggregate, name="aggregate", owner=owner, choices=AGGREGATIONS)
+        self._check_known_quality(owner)
+
+    def _check_known_quality(self, owner: str) -> None:
+        if self.gold_budget is None:
+            return
+        check_int(self.gold_budget, name="gold_budget", owner=owner, low=1)
+        if self.method != "paula" or self.confidence is None:
+            raise ParameterError(
+                f"The 'gold_budget' parameter of {owner} needs method='paula' with a confidence level (the gold "
+                f"bounds hold with a probability); got method={self.method!r}, confidence={self.confidence!r}. "
+                "Use the PAULA method with e.g. confidence=0.95."
+            )
 
     @property
     def delta(self) -> float | None:
@@ -126,8 +147,11 @@ class EvaluationParams:
             del d["band_sample"], d["replicates"]
         if self.method != "random":
             del d["sample_size"]
-        if self.method == "paula" and not self.bands:
+        if self.method == "paula" and not self.bands and self.gold_budget is None:
             del d["seed"]
+        for name in ("judge_column", "gold_budget"):  # absent from the runs made before they existed
+            if d[name] is None:
+                del d[name]
         return d
 
 
@@ -156,6 +180,7 @@ class PlannedRanks:
     grid_index: np.ndarray
     in_plan: np.ndarray | None = None
     in_band_arm: np.ndarray | None = None
+    in_audit: np.ndarray | None = None  # the random gold audit (plan.parquet's gold_audit column)
 
     def plan_labels(self, labels: np.ndarray) -> np.ndarray:
         """The labels of the method's own plan, aligned with ``plan.ranks``."""
@@ -191,7 +216,23 @@ def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
         plan = plan_stratified(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde, delta=params.delta, seed=params.seed)
         role, grid_index = plan.roles()
         planned = PlannedRanks("stratified", plan, plan.ranks, role, grid_index)
-    return with_band_arm(planned, band_ranks(n, params)) if params.bands else planned
+    planned = with_band_arm(planned, band_ranks(n, params)) if params.bands else planned
+    return with_gold_audit(planned, params)
+
+
+def with_gold_audit(planned: PlannedRanks, params: EvaluationParams) -> PlannedRanks:
+    """Mark the random gold audit of ``params.gold_budget`` items of the method's plan (if any).
+
+    Drawn by :func:`prdist.known_quality.plan_gold_audit` from its own seed stream of the run's
+    seed, so that adding an audit moves no other draw.
+    """
+    if params.gold_budget is None:
+        return planned
+    from ..known_quality import plan_gold_audit
+
+    seed = int(np.random.SeedSequence([params.seed, 0x601D]).generate_state(1)[0])
+    audit = plan_gold_audit(planned.plan, params.gold_budget, seed=seed)
+    return replace(planned, in_audit=np.isin(planned.ranks, audit))
 
 
 def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
@@ -356,6 +397,40 @@ class LabelResolution:
     from_store: int
     relabeled: int
     agreement: dict = field(default_factory=dict)
+    # Verdicts of known quality (prdist.verdict_roles); None where the run has no such source.
+    judged: np.ndarray | None = None  # True where the label is a judge's (no annotator verdict)
+    judge: np.ndarray | None = None  # the judge's probability or 0/1 verdict per item, NaN none
+    gold: np.ndarray | None = None  # the gold verdict per item (1 / 0 / NaN)
+    gold_kinds: np.ndarray | None = None
+    audit: np.ndarray | None = None  # the random gold audit
+
+    @property
+    def gold_awaiting(self) -> np.ndarray:
+        """Audit items without a gold verdict yet (an expert's "cannot judge" is one)."""
+        if self.audit is None:
+            return np.zeros(self.labels.size, dtype=bool)
+        return self.audit & (self.gold_kinds == "missing")
+
+    @property
+    def certified_gold(self) -> np.ndarray | None:
+        """The gold verdicts of the audit (NaN elsewhere) once no audit item awaits one, else None."""
+        if self.audit is None or self.gold_awaiting.any():
+            return None
+        return np.where(self.audit, self.gold, np.nan)
+
+    def verdict_quality(self, planned: PlannedRanks) -> dict:
+        """Per source (judge, annotators): agreement with gold over the audit items of the plan,
+        overall and per score region (:func:`prdist.known_quality.verdict_quality`), with counts."""
+        from ..known_quality import score_regions, verdict_quality
+
+        gold = planned.plan_labels(np.where(self.audit, self.gold, np.nan))
+        judged = np.zeros(self.labels.size, bool) if self.judged is None else self.judged
+        sources = {"annotators": np.where(judged, np.nan, self.labels)}
+        if self.judge is not None:
+            sources["judge"] = self.judge
+        regions = score_regions(planned.plan)
+        return {name: verdict_quality(planned.plan_labels(said), gold, regions=regions).to_dict()
+                for name, said in sorted(sources.items()) if (~np.isnan(planned.plan_labels(said))).any()}
 
     def count(self, kind: str) -> int:
         return int(np.count_nonzero(self.kinds == kind))
@@ -366,8 +441,9 @@ class LabelResolution:
 
     @property
     def awaiting(self) -> np.ndarray:
-        """Items that can still be labeled but have no verdict (missing or disputed)."""
-        return np.isin(self.kinds, ("missing", "disputed"))
+        """Items that can still be labeled but have no verdict (missing or disputed), or that are
+        in the gold audit without a gold verdict."""
+        return np.isin(self.kinds, ("missing", "disputed")) | self.gold_awaiting
 
     def to_dict(self) -> dict:
         known = self.labels[~np.isnan(self.labels)]
@@ -382,30 +458,105 @@ class LabelResolution:
             "from_oracle": self.from_oracle,
             "from_store": self.from_store,
             "relabeled_in_store": self.relabeled,
+            **self._known_quality_counts(),
         }
+
+    def _known_quality_counts(self) -> dict:
+        """Counts of the judge and the gold audit, only for runs that have them (run ids of others
+        stay as they were)."""
+        out = {}
+        if self.judged is not None and (self.judge is not None or self.judged.any()):
+            out["from_judge"] = int(self.judged.sum())
+        if self.audit is not None:
+            gold = self.gold[self.audit]
+            out["gold_audit"] = {"items": int(self.audit.sum()), "gold": int((~np.isnan(gold)).sum()),
+                                 "gold_positives": int(np.nansum(gold)),
+                                 "cannot_judge": int((self.gold_kinds[self.audit] == "cannot_judge").sum()),
+                                 "awaiting": int(self.gold_awaiting.sum())}
+        return out
 
 
 def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, store: str | None = None, storage_options=None,
-                   rule: str = "majority") -> LabelResolution:
+                   rule: str = "majority", judge_column: str | None = None, audit: np.ndarray | None = None) -> LabelResolution:
     """Labels of the extracted items: the oracle column in simulations, else the label store's
-    verdicts aggregated by ``rule``."""
+    verdicts aggregated by ``rule``.
+
+    With ``judge_column`` the judge's verdicts (:func:`judge_probabilities`, correct from 0.5 up)
+    stand for every item without another verdict; in a simulation they stand for every item and
+    the oracle column plays gold. ``audit`` (bool per item) marks the gold audit, whose gold
+    verdicts come from the store's gold records, or in a simulation from the oracle column.
+    """
+    judge = None if judge_column is None else judge_probabilities(items, judge_column)
     if oracle_column is not None:
-        if oracle_column not in items.columns:
-            raise ParameterError(
-                f"The oracle column {oracle_column!r} is not in the resource (columns: {sorted(items.columns)}). "
-                "Name the column that holds the 0/1 truth."
-            )
-        values = pd.to_numeric(items[oracle_column], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isnan(values) & (values != 0) & (values != 1)
-        if bad.any():
-            raise ParameterError(f"The oracle column {oracle_column!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
-        return LabelResolution(values, kinds_of(values), from_oracle=int((~np.isnan(values)).sum()), from_store=0, relabeled=0)
-    lookup: LabelLookup = lookup_labels(store, items["key"], storage_options=storage_options, rule=rule)
-    keys = normalise_keys(items["key"])
-    values = lookup.labels.reindex(keys).to_numpy(dtype=np.float64)
-    kinds = lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=str)
-    return LabelResolution(values, kinds, from_oracle=0, from_store=int((~np.isnan(values)).sum()), relabeled=lookup.relabeled,
-                           agreement=dict(lookup.agreement.to_dict(), rule=rule))
+        truth = _column_labels(items, oracle_column)
+        labels = truth if judge is None else np.where(np.isnan(judge), truth, judge >= 0.5)
+        judged = np.zeros(truth.size, bool) if judge is None else ~np.isnan(judge)
+        resolution = LabelResolution(labels, kinds_of(labels), from_oracle=int((~np.isnan(labels) & ~judged).sum()),
+                                     from_store=0, relabeled=0)
+        gold, gold_kinds = truth, kinds_of(truth)
+    else:
+        lookup: LabelLookup = lookup_labels(store, items["key"], storage_options=storage_options, rule=rule)
+        keys = normalise_keys(items["key"])
+        values = lookup.labels.reindex(keys).to_numpy(dtype=np.float64, copy=True)
+        kinds = lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=object, copy=True)
+        judged = lookup.judged.reindex(keys).to_numpy(dtype=bool, copy=True)
+        stored_judge = lookup.roles.judge.reindex(keys).to_numpy(dtype=np.float64)
+        if judge is not None:  # the column stands where neither an annotator nor a stored judge spoke
+            stand = (kinds == "missing") & ~np.isnan(judge)
+            values[stand] = judge[stand] >= 0.5
+            kinds[stand] = kinds_of(values[stand])
+            judged |= stand
+            judge = np.where(np.isnan(judge), stored_judge, judge)
+        elif judged.any():
+            judge = stored_judge
+        resolution = LabelResolution(values, kinds.astype(str), from_oracle=0, from_store=int((~np.isnan(values) & ~judged).sum()),
+                                     relabeled=lookup.relabeled, agreement=dict(lookup.agreement.to_dict(), rule=rule))
+        gold = lookup.roles.gold.reindex(keys).to_numpy(dtype=np.float64)
+        gold_kinds = lookup.roles.gold_kinds.reindex(keys).fillna("missing").to_numpy(dtype=str)
+    return replace(resolution, judged=judged, judge=judge, gold=gold, gold_kinds=gold_kinds,
+                   audit=None if audit is None else np.asarray(audit, dtype=bool))
+
+
+def _column_labels(items: pd.DataFrame, column: str) -> np.ndarray:
+    """The 0/1 truth of a simulation's oracle column (NaN where null)."""
+    values = _numeric_column(items, column, what="oracle column", holds="the 0/1 truth", strict=False)
+    bad = ~np.isnan(values) & (values != 0) & (values != 1)
+    if bad.any():
+        raise ParameterError(f"The oracle column {column!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
+    return values
+
+
+def judge_probabilities(items: pd.DataFrame, column: str) -> np.ndarray:
+    """The judge column of the planned items: 0/1 verdicts or probabilities in [0, 1] (NaN: none).
+
+    Only the planned items' values are read (they come with the extraction, per row group), so a
+    judge on 10^9 items is never gathered on one process. Anything else is refused in one line.
+    """
+    values = _numeric_column(items, column, what="judge column", holds="the judge's 0/1 verdict or probability", strict=True)
+    bad = ~np.isnan(values) & ~((values >= 0) & (values <= 1))
+    if bad.any():
+        raise ParameterError(
+            f"The judge column {column!r} holds {int(bad.sum())} value(s) outside [0, 1], e.g. {float(values[bad][0])!r}; a judge "
+            "gives 0/1 or a probability of being correct. Fix the column or name another."
+        )
+    return values
+
+
+def _numeric_column(items: pd.DataFrame, column: str, *, what: str, holds: str, strict: bool) -> np.ndarray:
+    """The column as float64 (NaN where null); ``strict`` refuses text, else it reads as NaN."""
+    if column not in items.columns:
+        raise ParameterError(
+            f"The {what} {column!r} is not in the resource (columns: {sorted(items.columns)}). Name the column that holds {holds}."
+        )
+    raw = items[column]
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    text = np.isnan(values) & raw.notna().to_numpy()
+    if strict and text.any():
+        raise ParameterError(
+            f"The {what} {column!r} holds {int(text.sum())} value(s) that are not numbers, e.g. {raw[text].iloc[0]!r}; "
+            "a judge gives 0/1 or a probability of being correct. Fix the column or name another."
+        )
+    return values
 
 
 @dataclass(frozen=True, eq=False)
@@ -417,10 +568,15 @@ class Estimate:
     average_precision: tuple[float, float] | None
     diagnostics: dict
     paula: object | None = field(default=None)  # PaulaBounds for the paula method
+    certifies: str = "verdicts"  # "gold": the bounds hold for the precision as gold says it
 
 
-def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams) -> Estimate:
+def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams, *, gold: np.ndarray | None = None,
+             judge: np.ndarray | None = None) -> Estimate:
     """Bounds (PAULA) or intervals (sampling baselines) from the labels of the planned items.
+
+    With ``gold`` (:attr:`LabelResolution.certified_gold`: the complete gold audit, NaN elsewhere)
+    the bounds are :func:`gold_estimate`'s, which hold for the precision as gold says it.
 
     PAULA's bounds also take every other known verdict of the run (the bands' random arm) where
     it tightens them: :func:`with_every_label` (the deterministic bounds always; the confidence
@@ -432,6 +588,8 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
 
     every = labels
     labels = planned.plan_labels(labels)
+    if gold is not None:
+        return gold_estimate(planned, labels, planned.plan_labels(gold), judge, params)
     if planned.method == "paula":
         kwargs = {} if params.confidence is None else {"confidence": params.confidence}
         b = paula_bounds(planned.plan, labels, **kwargs)
@@ -464,6 +622,25 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         }
     )
     return Estimate(table, {}, None, diagnostics)
+
+
+def gold_estimate(planned: PlannedRanks, verdicts: np.ndarray, gold: np.ndarray, judge: np.ndarray | None,
+                  params: EvaluationParams) -> Estimate:
+    """Bounds on the precision as gold says it, at every rank, from the verdicts of the plan and
+    the gold verdicts of its random audit (:func:`prdist.known_quality.gold_bounds`, at the run's
+    confidence), whatever the verdicts' quality. ``judge`` (the judge's probabilities on the plan,
+    NaN where none) lets the prediction-powered part use them.
+
+    The cut-off of a target is the deepest rank of the table whose lower bound reaches it.
+    """
+    from ..known_quality import gold_bounds
+
+    judge = None if judge is None else planned.plan_labels(judge)
+    found = gold_bounds(planned.plan, verdicts, gold, confidence=params.confidence, judge=judge)
+    table = found.table()
+    ranks, lower = table["rank"].to_numpy(), table["precision_lower"].to_numpy()
+    cutoffs = {t: int(ranks[lower >= t].max()) if (lower >= t).any() else 0 for t in params.targets}
+    return Estimate(table, cutoffs, None, {"gold_bounds": found.to_dict()}, certifies="gold")
 
 
 def _through_n(ranks: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):
@@ -520,14 +697,26 @@ def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     return np.unique(np.concatenate((prefix, paula.grid, [n])))
 
 
-def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, kinds: np.ndarray | None = None) -> pd.DataFrame:
+def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, kinds: np.ndarray | None = None,
+               gold: np.ndarray | None = None) -> pd.DataFrame:
     """The rows of plan.parquet: rank, key, score, role, grid_index, label, verdict.
 
     ``verdict`` says why a label is what it is: correct, incorrect, cannot_judge, disputed or
-    missing (see :class:`LabelResolution`); without ``kinds`` it follows from the labels.
+    missing (see :class:`LabelResolution`); without ``kinds`` it follows from the labels. A run
+    with a gold audit adds ``gold_audit`` (bool: the row is in the random gold audit) and
+    ``gold`` (float64: its gold verdict, NaN where none or outside the audit); ``role`` keeps
+    the plan's own role (an audit row is also a prefix / window / random / stratum row).
     """
     if kinds is None:
         kinds = kinds_of(labels)
+    table = _plan_rows(planned, items, labels, kinds)
+    if planned.in_audit is not None:
+        table["gold_audit"] = planned.in_audit
+        table["gold"] = np.where(planned.in_audit, gold, np.nan).astype(np.float64)
+    return table
+
+
+def _plan_rows(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, kinds: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "rank": planned.ranks.astype(np.int64),

@@ -24,7 +24,7 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
@@ -33,8 +33,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._validation import check_choice
 from ..errors import DataError, InputError
 from ..input_gate import expect, gate, json_document, json_lines, refusal
+from ..label_choices import ROLES
+from ..verdict_roles import RoleVerdicts, role_verdicts, split_roles
 from ..verdicts import CANNOT_JUDGE, Agreement, VerdictWords, aggregate, agreement
 from . import spreadsheet_csv
 from .label_formats import Layout, raw_records
@@ -67,6 +70,7 @@ STORE_SCHEMA = pa.schema(
         ("source", pa.string()),
         ("annotator", pa.string()),
         ("time", pa.timestamp("us", tz="UTC")),
+        ("role", pa.string()),  # judge30: annotator / judge / gold (prdist.verdict_roles); null in older stores
     ]
 )
 
@@ -205,8 +209,10 @@ def read_annotator_map(url: str, *, storage_options=None) -> dict[str, str]:
 def import_labels(store: str, files, *, storage_options=None, source: str | None = None, annotator: str | None = None,
                   resource: str | None = None, key: str = "key", score: str = "score", fmt: str = "auto",
                   words: VerdictWords = VerdictWords(), layout: Layout | None = None,
-                  annotators: Mapping[str, str] | None = None) -> ImportSummary:
+                  annotators: Mapping[str, str] | None = None, role: str = "annotator") -> ImportSummary:
     """Append the verdicts of ``files`` to the store at ``store`` in one create-only write.
+
+    Every record gets ``role`` (annotator, judge or gold: :mod:`prdist.verdict_roles`).
 
     Every file is read and validated before anything is written, so a bad file leaves the store
     untouched. Records that cannot be told apart (one key, one annotator, one time) but disagree
@@ -217,6 +223,7 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
     labels. ``layout`` and ``annotators`` are as in :func:`read_label_file`; every record read but
     not appended is counted in the summary's ``skipped`` under its reason.
     """
+    check_choice(role, name="role", owner="import_labels", choices=ROLES)
     files = tuple(files)
     if not files:
         raise InputError("No label files given. Name at least one label file or tool export.")
@@ -232,6 +239,7 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
         frame["source"] = source or PurePosixPath(url).name
         frame["annotator"] = frame["annotator"].where(frame["annotator"].notna(), annotator or "")
         frame["time"] = frame["time"].fillna(now)
+        frame["role"] = role
         frames.append(frame)
     batch = pd.concat(frames, ignore_index=True)
     clash = batch.groupby(["key", "annotator", "time"])["label"].nunique()
@@ -252,7 +260,7 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
                 f"The import labels {len(missing)} key(s) that {url} does not hold, e.g. {missing[0]!r}. "
                 "Check that the files label this resource (and its --key column), or import without --resource."
             )
-    table = pa.Table.from_pandas(batch[["key", "label", "source", "annotator", "time"]], schema=STORE_SCHEMA, preserve_index=False)
+    table = pa.Table.from_pandas(batch[list(STORE_SCHEMA.names)], schema=STORE_SCHEMA, preserve_index=False)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     stamp = now.strftime("%Y%m%dT%H%M%S%fZ")
@@ -301,6 +309,10 @@ class LabelLookup:
     examples: tuple[str, ...] = field(default=())
     agreement: Agreement = field(default_factory=lambda: Agreement(None, 0, 0))
     rule: str = "majority"
+    # judge30: verdicts by role (prdist.verdict_roles). ``labels`` / ``kinds`` hold the judges'
+    # verdict where no annotator gave one (``judged`` True there); gold stays apart.
+    judged: pd.Series | None = None  # bool per key
+    roles: RoleVerdicts | None = None
 
     @property
     def missing(self) -> int:
@@ -308,7 +320,7 @@ class LabelLookup:
 
 
 def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.DataFrame:
-    """The store's records (key, label, source, annotator, time), only those of ``keys`` if given.
+    """The store's records (key, label, source, annotator, time, role), only those of ``keys`` if given.
 
     Only the rows whose key is asked for are materialised (a filtered Parquet scan). A store that
     does not exist yet holds no records. ``label`` is 1, 0 or -1 (cannot judge).
@@ -334,6 +346,7 @@ def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.Data
     except pa.ArrowException as exc:
         raise DataError(f"The label store {store!r} holds an unreadable file ({exc}). Move the damaged file aside.") from None
     found["annotator"] = found["annotator"].fillna("")
+    found["role"] = found["role"].fillna("annotator")  # judge30: records from before roles are annotators'
     return found
 
 
@@ -342,14 +355,27 @@ def lookup_labels(store: str | None, keys, *, storage_options=None, rule: str = 
     wanted = pd.Index(normalise_keys(keys).unique())
     records = read_store(store, wanted, storage_options=storage_options)
     records = records.rename(columns={"label": "verdict"})
+    by_role = split_roles(records)  # judge30: only annotators' records are voted
+    records = by_role["annotator"]
     outcomes = aggregate(records, rule).for_keys(wanted) if len(records) else None
     if outcomes is None:
-        return LabelLookup(labels=pd.Series(np.nan, index=wanted, dtype=np.float64),
-                           kinds=pd.Series("missing", index=wanted, dtype=object), rule=rule)
-    disagree = records.groupby("key")["verdict"].nunique()
-    disagree = disagree[disagree > 1]
-    return LabelLookup(labels=outcomes["label"].astype(np.float64), kinds=outcomes["kind"], relabeled=len(disagree),
-                       examples=tuple(disagree.index[:5]), agreement=agreement(records), rule=rule)
+        lookup = LabelLookup(labels=pd.Series(np.nan, index=wanted, dtype=np.float64),
+                             kinds=pd.Series("missing", index=wanted, dtype=object), rule=rule)
+    else:
+        disagree = records.groupby("key")["verdict"].nunique()
+        disagree = disagree[disagree > 1]
+        lookup = LabelLookup(labels=outcomes["label"].astype(np.float64), kinds=outcomes["kind"], relabeled=len(disagree),
+                             examples=tuple(disagree.index[:5]), agreement=agreement(records), rule=rule)
+    return with_judges(lookup, role_verdicts(by_role, wanted))  # judge30
+
+
+def with_judges(lookup: LabelLookup, roles: RoleVerdicts) -> LabelLookup:
+    """``lookup`` with the judges' verdict standing for every key that no annotator judged, and
+    the gold verdicts kept beside (:mod:`prdist.verdict_roles`)."""
+    judged = (lookup.kinds == "missing") & roles.judge.notna()
+    labels = lookup.labels.where(~judged, roles.judge)
+    kinds = lookup.kinds.where(~judged, np.where(roles.judge == 1, "correct", "incorrect"))
+    return replace(lookup, labels=labels, kinds=kinds, judged=judged, roles=roles)
 
 
 def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options=None) -> tuple[str, str]:
@@ -641,6 +667,9 @@ def store_status(store: str, *, resource: str | None = None, rule: str = "majori
     if resource is not None and len(records):
         _, outside = keys_missing_from(resource, records["key"].unique(), storage_options=storage_options, key=key, score=score)
         records = records[~records["key"].isin(outside)]
+    by_role = split_roles(records)  # judge30: the verdicts below are the annotators'; judges and gold apart
+    roles = role_status(by_role)
+    records = by_role["annotator"]
     kinds = {k: 0 for k in ("correct", "incorrect", "cannot_judge", "disputed")}
     disputed: list = []
     if len(records):
@@ -656,4 +685,17 @@ def store_status(store: str, *, resource: str | None = None, rule: str = "majori
         "annotators": {str(a): int(n) for a, n in records["annotator"].value_counts().sort_index().items()},
         "agreement": agreement(records).to_dict() if len(records) else {"krippendorff_alpha": None, "annotators": 0, "pairable_keys": 0},
         "disputed_keys": [str(k) for k in disputed],
+        **roles,
     }
+
+
+def role_status(by_role: dict[str, pd.DataFrame]) -> dict:
+    """Records and items per role, and the judges' quality against gold on the keys both judged."""
+    counts = {role: {"records": int(len(frame)), "items": int(frame["key"].nunique())} for role, frame in by_role.items()}
+    keys = pd.Index(by_role["gold"]["key"].unique())
+    if not len(keys) or not len(by_role["judge"]):
+        return {"roles": counts, "judge_quality": None}
+    from ..known_quality import verdict_quality
+
+    verdicts = role_verdicts(by_role, keys)
+    return {"roles": counts, "judge_quality": verdict_quality(verdicts.judge.to_numpy(), verdicts.gold.to_numpy()).to_dict()}

@@ -109,6 +109,8 @@ def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: e
     """
     parts = [resource.fingerprint, params.to_dict(), labels_fingerprint(resolution.labels, resolution.kinds),
              {"counts": resolution.to_dict(), "agreement": resolution.agreement or None}]
+    if resolution.audit is not None:  # the gold verdicts decide the bounds too
+        parts.append(labels_fingerprint(np.where(resolution.audit, resolution.gold, np.nan), resolution.gold_kinds))
     if series_of_run(resource, series) != default_series(resource.url):
         parts.append({"series": series})
     return RunDirectory(out, run_id(*parts), resource.storage_options)
@@ -132,7 +134,8 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, 
         return None
     items = read_items(staging, resource)
     resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels, storage_options=resource.storage_options,
-                                   rule=params.aggregate)
+                                   rule=params.aggregate, judge_column=params.judge_column,
+                                   audit=ev.make_plan(resource.n, params).in_audit)
     run = run_directory(resource, params, resolution, out=out, series=series)
     return committed_outcome(run)
 
@@ -144,7 +147,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
     if (reused := committed_outcome(run)) is not None:
         return reused
 
-    plan_frame = ev.plan_table(planned, items, resolution.labels, resolution.kinds)
+    plan_frame = ev.plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold)
     run.write_table("plan.parquet", plan_frame)
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
@@ -156,7 +159,10 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
     missing = int(awaiting.sum())  # cannot-judge items are never requested again
     task_url = None
     if missing:
-        export = items.loc[awaiting].drop(columns=[params.oracle_column] if params.oracle_column else [], errors="ignore")
+        export = items.drop(columns=[params.oracle_column] if params.oracle_column else [], errors="ignore")
+        if planned.in_audit is not None:  # which rows want a gold verdict (import them with --role gold)
+            export = export.assign(gold_audit=resolution.gold_awaiting)
+        export = export.loc[awaiting]
         task_url, _ = export_annotation_task(export, run.url, storage_options=resource.storage_options)
     manifest = {
         "status": "awaiting labels" if missing else "complete",
@@ -173,6 +179,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "n": resource.n,
         "counts": resolution.to_dict(),
         "agreement": resolution.agreement or None,
+        **_known_quality(resolution, estimate, planned),
         "input": {"url": resource.url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": int(items.attrs.get("bytes_read", 0))},
         "diagnostics": estimate.diagnostics,
         "ap_bounds": list(estimate.average_precision) if estimate.average_precision else None,
@@ -187,6 +194,14 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
     html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs, exact=exact)
     run.write_bytes("report.html", html.encode("utf-8"))
     return commit_run(run, manifest, missing, task_url, cutoffs=dict(estimate.cutoff_ranks))
+
+
+def _known_quality(resolution: ev.LabelResolution, estimate: ev.Estimate, planned: ev.PlannedRanks) -> dict:
+    """The manifest's ``certifies`` and, for a run with a gold audit, ``verdict_quality``."""
+    out = {"certifies": estimate.certifies}
+    if resolution.audit is not None:
+        out["verdict_quality"] = resolution.verdict_quality(planned)
+    return out
 
 
 def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.PlannedRanks) -> pd.DataFrame:

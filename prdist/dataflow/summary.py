@@ -10,7 +10,7 @@ import pandas as pd
 
 from .storage import exists, filesystem, join_url, read_parquet
 
-__all__ = ["assumptions_doubt", "awaiting_message", "run_files", "run_summary"]
+__all__ = ["assumptions_doubt", "awaiting_message", "known_quality_lines", "quality_text", "run_files", "run_summary"]
 
 
 def _read(run: str, name: str, storage_options):
@@ -32,6 +32,7 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
         f"prdist: {n:,} items, {counts['annotations']:,} planned for labels ({counts['annotations'] / n:.2%} of the "
         f"items), {counts['labeled']:,} of them known; {params['method']}, {mode}",
     ]
+    lines += known_quality_lines(manifest)  # judge30
     doubt = assumptions_doubt(manifest)
     if doubt:
         lines.append(f"warning: {doubt}; the guarantees below hold only if the assumptions do (see the report's diagnostics)")
@@ -81,6 +82,38 @@ def run_files(run: str, storage_options=None) -> list[str]:
     fs, path = filesystem(run, storage_options)
     names = sorted(PurePosixPath(p).name for p in fs.ls(path, detail=False))
     return sorted(names, key=lambda name: name == "manifest.json")
+
+
+def known_quality_lines(manifest: dict) -> list[str]:
+    """What the bounds certify and each source's agreement with gold (runs with a judge or a gold audit)."""
+    counts, params = manifest["counts"], manifest["params"]
+    if "gold_audit" not in counts and "from_judge" not in counts:
+        return []
+    lines = []
+    if "from_judge" in counts:
+        lines.append(f"judge: its verdicts stand for {counts['from_judge']:,} planned items (no annotator judged them)")
+    audit = counts.get("gold_audit") or {}
+    if manifest.get("certifies") == "gold":
+        lines.append(f"the bounds certify the precision as gold says it (gold audit of {audit['items']:,} planned items), "
+                     f"at confidence {params['confidence']}, whatever the verdicts' quality (assumptions: see the report)")
+    else:
+        waiting = f"; the gold audit awaits {audit['awaiting']:,} gold verdicts" if audit.get("awaiting") else ""
+        lines.append(f"the bounds certify the precision as the verdicts say it, not the truth where they err{waiting}")
+    for source, quality in (manifest.get("verdict_quality") or {}).items():
+        lines.append(f"{source} against gold: {quality_text(quality)}")
+    return lines
+
+
+def quality_text(quality: dict) -> str:
+    """One line of a source's agreement with gold (the ``to_dict`` of a VerdictQuality)."""
+    def share(key):
+        value = quality.get(key)
+        return "undefined" if value is None else f"{value:.3f}"
+
+    positives = quality["true_positive"] + quality["false_negative"]
+    negatives = quality["true_negative"] + quality["false_positive"]
+    return (f"sensitivity {share('sensitivity')} over {positives:,} gold-correct items, specificity "
+            f"{share('specificity')} over {negatives:,} gold-incorrect items, kappa {share('kappa')}")
 
 
 def assumptions_doubt(manifest: dict) -> str | None:

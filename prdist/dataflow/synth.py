@@ -57,14 +57,14 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import population
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_float, check_int
 from ..errors import DataError, ParameterError
 from ..ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
@@ -103,9 +103,11 @@ SYNTH_MARKER = "_prdist_synth.json"
 _FORMAT_VERSION = 1
 
 SCHEMA = pa.schema([("key", pa.int64()), ("score", pa.float64()), ("label", pa.int8())])
+#: The schema of a resource with a judge column (``judge_accuracy``): a noisy copy of the label.
+JUDGE_SCHEMA = SCHEMA.append(pa.field("judge", pa.int8()))
 
 # Independent SeedSequence streams: spawn_key = (stream, index).
-_BOUNDARY_STREAM, _SORTED_STREAM, _SHUFFLED_STREAM = 0, 1, 2
+_BOUNDARY_STREAM, _SORTED_STREAM, _SHUFFLED_STREAM, _JUDGE_STREAM = 0, 1, 2, 3
 
 # Cdf levels are kept inside [_V_MIN, _V_MAX] so that the inverse cdf stays finite (Q(1) is
 # +inf for unbounded models). An exact order statistic falls outside only with
@@ -235,6 +237,7 @@ class _PartitionSpec:
     levels: np.ndarray | None
     boundary_scores: np.ndarray | None
     key_offset: int = 0
+    judge_accuracy: float | None = None
 
     @property
     def first_block(self) -> int:
@@ -265,10 +268,26 @@ def _partition_tables(model, spec: _PartitionSpec):
             scores, labels = _shuffled_block(model, spec.seed, j, rows)
         lo = max(spec.start, block_start) - block_start
         hi = min(spec.stop, block_start + rows) - block_start
-        yield pa.table(
-            [synthetic_keys(spec.key_offset + block_start + lo, spec.key_offset + block_start + hi), scores[lo:hi], labels[lo:hi]],
-            schema=SCHEMA,
-        )
+        columns = [synthetic_keys(spec.key_offset + block_start + lo, spec.key_offset + block_start + hi), scores[lo:hi], labels[lo:hi]]
+        if spec.judge_accuracy is None:
+            yield pa.table(columns, schema=SCHEMA)
+        else:
+            yield pa.table([*columns, _judge_block(labels, spec.judge_accuracy, spec.seed, j)[lo:hi]], schema=JUDGE_SCHEMA)
+
+
+def _judge_block(labels: np.ndarray, accuracy: float, seed: int, j: int) -> np.ndarray:
+    """A judge's 0/1 verdicts on block j: each the label with probability ``accuracy``, else flipped
+    (independently, from the block's own seed stream, so the verdicts do not depend on the files).
+
+    Examples
+    --------
+    >>> labels = np.array([1, 0] * 5000, dtype=np.int8)
+    >>> round(float(np.mean(_judge_block(labels, 0.9, seed=1, j=0) == labels)), 2)
+    0.9
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_JUDGE_STREAM, j)))
+    wrong = rng.random(labels.size) >= accuracy
+    return np.where(wrong, 1 - labels, labels).astype(np.int8)
 
 
 def _partition_task(spec: _PartitionSpec, directory: Location, metadata: bytes, row_group_size: int, *, model) -> int:
@@ -277,13 +296,14 @@ def _partition_task(spec: _PartitionSpec, directory: Location, metadata: bytes, 
     Memory stays about one row group plus one block, whatever the partition size. The file
     appears whole or not at all, and never replaces another (storage's create-only write).
     """
-    schema = SCHEMA.with_metadata({METADATA_KEY: metadata})
+    schema = (SCHEMA if spec.judge_accuracy is None else JUDGE_SCHEMA).with_metadata({METADATA_KEY: metadata})
     # Dictionary encoding only where values repeat: tried on the unique keys and continuous
     # scores it is abandoned page by page, which made writing 4-7x slower and the files 25%
     # larger. Statistics (score min/max per row group) are what readers check the order with and
     # where selection starts from; those of the key and label columns would be read with every
     # footer for nothing (with row groups of 2**11 rows, the footers of 1e8 rows were 15 MB).
     dictionary = ["label", "score"] if isinstance(model, population.DiscreteScoreModel) else ["label"]
+    dictionary += [] if spec.judge_accuracy is None else ["judge"]
 
     def write(sink) -> None:
         pending, pending_rows = [], 0
@@ -373,6 +393,7 @@ class SyntheticResource:
     partitions: int
     files: tuple
     key_offset: int = 0
+    judge_accuracy: float | None = None
 
 
 def write_synthetic(
@@ -387,6 +408,7 @@ def write_synthetic(
     client=None,
     row_group_size=DEFAULT_ROW_GROUP_ROWS,
     key_offset=0,
+    judge_accuracy=None,
 ) -> SyntheticResource:
     """Write ``n`` i.i.d. items of a population model as a Parquet dataset, in parallel with Dask.
 
@@ -425,6 +447,10 @@ def write_synthetic(
         (:func:`synthetic_keys`): resources written with disjoint ranges share no key, so labels
         of one never answer for another (successive releases of a series). Ranks, scores and
         labels do not depend on it; the rank tie-break (ascending key hash) keeps the file order.
+    judge_accuracy : float in [0, 1], optional
+        Add a column ``judge`` (int8): an automatic judge's verdict on each item, equal to its
+        label with probability ``judge_accuracy`` and flipped otherwise, independently (seeded by
+        ``seed``), e.g. for ``prdist run --judge-column judge``.
 
     Returns
     -------
@@ -476,6 +502,8 @@ def write_synthetic(
     partitions = check_int(partitions, name="partitions", owner=owner, low=1, high=n)
     row_group_size = check_int(row_group_size, name="row_group_size", owner=owner, low=1)
     key_offset = check_int(key_offset, name="key_offset", owner=owner, low=0, high=2**62 - n)
+    if judge_accuracy is not None:
+        judge_accuracy = check_float(judge_accuracy, name="judge_accuracy", owner=owner, low=0.0, high=1.0)
     if not isinstance(out, (str, os.PathLike)) or not os.fspath(out):
         raise ParameterError(f"The 'out' parameter of {owner} must be a path or URL. Got {out!r} instead.")
     location = resolve(out, storage_options=storage_options)
@@ -492,8 +520,11 @@ def write_synthetic(
     }
     if key_offset:  # recorded only when set: resources without it keep their bytes
         description["key_offset"] = key_offset
+    if judge_accuracy is not None:  # likewise
+        description["judge_accuracy"] = judge_accuracy
     metadata = json.dumps(description, sort_keys=True, separators=(",", ":")).encode()
-    specs = _partition_specs(model, n=n, order=order, seed=seed, partitions=partitions, key_offset=key_offset)
+    specs = [replace(spec, judge_accuracy=judge_accuracy)
+             for spec in _partition_specs(model, n=n, order=order, seed=seed, partitions=partitions, key_offset=key_offset)]
     files = tuple((spec.name, spec.stop - spec.start) for spec in specs)
     marker = (json.dumps({**description, "files": [list(f) for f in files]}, indent=1, sort_keys=True) + "\n").encode()
 
@@ -503,7 +534,8 @@ def write_synthetic(
         # holding it, so the partitions spread over the whole cluster.
         run_all(client, _partition_task, specs, directory, metadata, row_group_size, broadcast={"model": model})
     return SyntheticResource(
-        url=_display(location), model=model, n=n, order=order, seed=seed, partitions=partitions, files=files, key_offset=key_offset
+        url=_display(location), model=model, n=n, order=order, seed=seed, partitions=partitions, files=files, key_offset=key_offset,
+        judge_accuracy=judge_accuracy,
     )
 
 
@@ -594,6 +626,7 @@ def read_synth_metadata(url, *, storage_options=None) -> SyntheticResource:
         partitions=int(marker["partitions"]),
         files=files,
         key_offset=int(marker.get("key_offset", 0)),
+        judge_accuracy=marker.get("judge_accuracy"),
     )
 
 
