@@ -915,7 +915,8 @@ def _cmd_labels_import(args) -> int:
                             resource=args.resource, key=args.key, score=args.score, words=words, annotators=people,
                             layout=Layout(fmt=args.fmt, control=args.control, key_field=args.key_field),
                             role=args.role)
-    print(f"prdist labels: {summary.labels:,} {args.role} verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
+    role = "" if args.role == "annotator" else f"{args.role} "
+    print(f"prdist labels: {summary.labels:,} {role}verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
           f"({summary.positives:,} correct, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
           f"[{', '.join(dict.fromkeys(summary.formats))}]")
     print(f"skipped: {summary.skipped_text() or 'none'}")
