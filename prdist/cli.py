@@ -733,7 +733,9 @@ def _add_aggregate(add) -> None:
 
     add("--aggregate", choices=AGGREGATIONS, default="majority",
         help="how the verdicts of several annotators make one label: majority of each one's latest "
-             "(default; a tie is disputed), latest, or dawid-skene (3 or more annotators)")
+             "(default; a tie is disputed), latest, or dawid-skene (fitted on the whole store; needs a key "
+             "judged by 3 or more annotators). Cannot judge never votes against a verdict: a key is "
+             "cannot judge only when nobody could judge it")
 
 
 def _add_labels(sub) -> None:

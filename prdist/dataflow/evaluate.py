@@ -405,7 +405,7 @@ def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, sto
     values = lookup.labels.reindex(keys).to_numpy(dtype=np.float64)
     kinds = lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=str)
     return LabelResolution(values, kinds, from_oracle=0, from_store=int((~np.isnan(values)).sum()), relabeled=lookup.relabeled,
-                           agreement=dict(lookup.agreement.to_dict(), rule=rule))
+                           agreement=lookup.agreement_record())
 
 
 @dataclass(frozen=True, eq=False)
