@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -91,3 +92,28 @@ def test_the_store_is_read_and_fitted_once_per_store_until_an_import(store, tmp_
     import_labels(url, [str(tmp_path / "more.csv")])  # a new file: the store is read and fitted again
     again = whole_store(url)
     assert again is not first and again.scope()["records"] == len(votes) + 1 and again.scope()["files"] == 3
+
+
+def test_status_stays_readable_with_hundreds_of_annotators_and_keys_with_commas(tmp_path):
+    from cli_run import cli
+
+    # 176 annotators (as in the real MTurk product data); 30 disputed keys holding ", " and a line break.
+    rows = [(f"pair {i}, a\nb", i % 2 if j else 1 - i % 2, f"w{(i + j) % 176:03}") for i in range(30) for j in range(2)]
+    rows += [(f"k{i}", 1, f"w{i % 176:03}") for i in range(400)]
+    pd.DataFrame(rows, columns=["key", "label", "annotator"]).to_csv(tmp_path / "v.csv", index=False)
+    store = str(tmp_path / "store")
+    assert cli("labels", "import", "--store", store, str(tmp_path / "v.csv"))[0] == 0
+    code, out, _ = cli("labels", "status", "--store", store)
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) < 60 and max(map(len, lines)) < 120
+    assert "  and 156 more annotators (--json lists them all)" in lines
+    assert "disputed keys: 30:" in lines and "  and 10 more disputed keys (--json lists them all)" in lines
+    assert "  pair 0, a\\nb" in lines  # one key per line, its line break shown escaped
+    assert "keys whose records disagree (annotators, or one annotator's corrections): 30" in out
+    assert "relabel" not in out
+    code, out, _ = cli("labels", "status", "--store", store, "--json")
+    status = json.loads(out)
+    assert len(status["annotators"]) == len(status["annotator_verdicts"]) == 176
+    assert sum(sum(v.values()) for v in status["annotator_verdicts"].values()) == status["records"] == len(rows)
+    assert status["disputed_keys"] == sorted(f"pair {i}, a\nb" for i in range(30)) and status["disagreeing_keys"] == 30
