@@ -229,19 +229,24 @@ def dawid_skene_posterior(keys, annotators, verdicts, *, max_iter: int = 200, to
     """
     key_codes, key_index = pd.factorize(pd.Series(keys), sort=True)
     ann_codes, ann_index = pd.factorize(pd.Series(annotators), sort=True)
-    v = np.asarray(verdicts, dtype=np.float64)
+    v = np.asarray(verdicts, dtype=np.int64)
     n_keys, n_ann = len(key_index), len(ann_index)
-    per_key = np.bincount(key_codes, minlength=n_keys)
-    t = np.bincount(key_codes, weights=v, minlength=n_keys) / per_key
+    # Each vote is one of 2 x annotators cells (annotator, verdict): the M-step sums t per cell and
+    # the E-step looks each vote's log-likelihood up in a table of cells, one pass over the votes each.
+    cell = 2 * ann_codes + v
+    per_cell = np.bincount(cell, minlength=2 * n_ann).reshape(n_ann, 2)
+    t = np.bincount(key_codes, weights=v, minlength=n_keys) / np.bincount(key_codes, minlength=n_keys)
     clip = lambda x: np.clip(x, 1e-6, 1 - 1e-6)  # noqa: E731
     for _ in range(max_iter):
-        tv = t[key_codes]
         pi = clip(t.mean())
-        sens = clip(np.bincount(ann_codes, tv * v, n_ann) / np.maximum(np.bincount(ann_codes, tv, n_ann), 1e-12))
-        spec = clip(np.bincount(ann_codes, (1 - tv) * (1 - v), n_ann) / np.maximum(np.bincount(ann_codes, 1 - tv, n_ann), 1e-12))
-        a, b = sens[ann_codes], spec[ann_codes]
-        log1 = np.log(pi) + np.bincount(key_codes, v * np.log(a) + (1 - v) * np.log1p(-a), n_keys)
-        log0 = np.log1p(-pi) + np.bincount(key_codes, (1 - v) * np.log(b) + v * np.log1p(-b), n_keys)
+        said_if_1 = np.bincount(cell, t[key_codes], 2 * n_ann).reshape(n_ann, 2)  # sum of t per cell
+        said_if_0 = per_cell - said_if_1  # sum of 1 - t per cell
+        sens = clip(said_if_1[:, 1] / np.maximum(said_if_1.sum(axis=1), 1e-12))
+        spec = clip(said_if_0[:, 0] / np.maximum(said_if_0.sum(axis=1), 1e-12))
+        given_1 = np.column_stack([np.log1p(-sens), np.log(sens)]).ravel()  # log P(verdict | correct) per cell
+        given_0 = np.column_stack([np.log(spec), np.log1p(-spec)]).ravel()  # log P(verdict | incorrect)
+        log1 = np.log(pi) + np.bincount(key_codes, given_1[cell], n_keys)
+        log0 = np.log1p(-pi) + np.bincount(key_codes, given_0[cell], n_keys)
         new = 1.0 / (1.0 + np.exp(log0 - log1))
         done = np.max(np.abs(new - t)) < tol
         t = new
