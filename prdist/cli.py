@@ -407,7 +407,8 @@ def _add_run(sub) -> None:
              "with rank (they bound the verdicts' precision, not the truth where verdicts err), the random and "
              "stratified methods' intervals and the --bands; 'none' for the paper's deterministic PAULA bounds "
              "(PAULA without --bands only)")
-    add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
+    add("--labels", default=None, metavar="URL",
+        help="label store (see 'prdist labels import'; it must exist, and may be empty); leave it out while there are no labels yet")
     add("--series", default=None, metavar="NAME",
         help="the line of releases this run belongs to, for 'prdist history' (default: the resource URL's parent)")
     _add_aggregate(add)

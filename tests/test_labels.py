@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prdist.dataflow.labels import export_annotation_task, import_labels, lookup_labels, read_label_file
+from prdist.dataflow.labels import export_annotation_task, import_labels, lookup_labels, read_label_file, store_exists
 from prdist.errors import DataError, InputError
 
 
@@ -125,6 +125,13 @@ def test_store_on_s3(s3_server, s3_url, tmp_path):
     opts = s3_server.storage_options
     import_labels(store, [write_labels(tmp_path / "a.csv", [1, 2], [0, 1], "csv")], storage_options=opts)
     assert lookup_labels(store, [1, 2], storage_options=opts).labels.tolist() == [0.0, 1.0]
+    # The store-wide read of Dawid-Skene, and the existence check, on S3 too.
+    crowd = pd.DataFrame({"key": [1, 1, 1, 2, 2, 2], "label": [0, 0, 1, 1, 1, 1], "annotator": list("xyzxyz")})
+    crowd.to_csv(tmp_path / "crowd.csv", index=False)
+    import_labels(store, [str(tmp_path / "crowd.csv")], storage_options=opts)
+    found = lookup_labels(store, [2], storage_options=opts, rule="dawid-skene")
+    assert found.kinds.tolist() == ["correct"] and found.fitted_on["records"] == 8 and found.fitted_on["files"] == 2
+    assert store_exists(store, storage_options=opts) and not store_exists(f"{s3_url}/nostore", storage_options=opts)
 
 
 def test_one_verdict_vocabulary_for_the_command_line_python_and_the_store(tmp_path):

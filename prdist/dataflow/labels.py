@@ -231,7 +231,7 @@ class LabelLookup:
 class StoreRecords:
     """Every record of a store as one read found it, and the outcomes aggregated from them."""
 
-    records: pd.DataFrame  # key, verdict, source, annotator, time
+    records: pd.DataFrame  # key, verdict, annotator, time
     files: int
     fingerprint: str  # of the store's file names and sizes: its files are create-only
     outcomes: dict = field(default_factory=dict, repr=False)  # rule -> Outcomes, filled by store_outcomes
@@ -276,9 +276,9 @@ def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.Data
     return _read_listing(store, listing, keys)
 
 
-def _read_listing(store, listing, keys=None) -> pd.DataFrame:
+def _read_listing(store, listing, keys=None, columns=tuple(STORE_SCHEMA.names)) -> pd.DataFrame:
     if not listing or not listing[1]:
-        return pd.DataFrame({name: pd.Series(dtype=object) for name in STORE_SCHEMA.names})
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
     fs, files = listing
     import pyarrow.dataset as ds  # here: 13 ms, which a run without a label store does without
 
@@ -286,7 +286,7 @@ def _read_listing(store, listing, keys=None) -> pd.DataFrame:
         with storage_errors(store, action="read"):
             dataset = ds.dataset([name for name, _ in files], schema=STORE_SCHEMA, format="parquet", filesystem=fs)
             where = None if keys is None else ds.field("key").isin(pa.array(pd.Index(keys).to_numpy(dtype=object), pa.string()))
-            found = dataset.to_table(filter=where).to_pandas()
+            found = dataset.to_table(columns=list(columns), filter=where).to_pandas()
     except pa.ArrowException as exc:
         raise DataError(f"The label store {store!r} holds an unreadable file ({exc}). Move the damaged file aside.") from None
     found["annotator"] = found["annotator"].fillna("")
@@ -300,7 +300,8 @@ def whole_store(store: str | None, *, storage_options=None) -> StoreRecords:
     fingerprint = hashlib.sha256("\n".join(f"{PurePosixPath(n).name}\t{size}" for n, size in files).encode()).hexdigest()[:16]
     if (cached := _LAST_STORE.get((store, fingerprint))) is not None:
         return cached
-    records = _read_listing(store, listing).rename(columns={"label": "verdict"})
+    # Without "source": nothing aggregated needs it, and it is a string per record.
+    records = _read_listing(store, listing, columns=("key", "label", "annotator", "time")).rename(columns={"label": "verdict"})
     _LAST_STORE.clear()
     entry = _LAST_STORE[store, fingerprint] = StoreRecords(records, files=len(files), fingerprint=fingerprint)
     return entry
