@@ -454,7 +454,8 @@ def _add_run(sub) -> None:
              "with rank (they bound the verdicts' precision, not the truth where verdicts err), the random and "
              "stratified methods' intervals and the --bands; 'none' for the paper's deterministic PAULA bounds "
              "(PAULA without --bands only)")
-    add("--labels", default=None, metavar="URL", help="label store (see 'prdist labels import')")
+    add("--labels", default=None, metavar="URL",
+        help="label store (see 'prdist labels import'; it must exist, and may be empty); leave it out while there are no labels yet")
     add("--series", default=None, metavar="NAME",
         help="the line of releases this run belongs to, for 'prdist history' (default: the resource URL's parent)")
     _add_aggregate(add)
@@ -507,6 +508,7 @@ def _cmd_run(args) -> int:
     if args.series is not None and (not args.series.strip() or args.series != args.series.strip()):
         raise InputError(f"--series must be a name without surrounding blanks, e.g. '--series kb-releases'. Got {args.series!r}.")
     storage_options = _storage_options(args)
+    _require_store(args.labels, "--labels", storage_options, first="leave out --labels until there are labels")
     resource, oracle = args.resource, args.oracle_column
     if resource is None:
         resource, oracle = _demo_resource(args, storage_options), oracle or "label"
@@ -677,7 +679,8 @@ def _add_compare(sub) -> None:
         "--system", dest="systems", action="append", required=True, metavar="NAME=URL",
         help="a system: a name and its Parquet dataset (columns key, score); repeat per system",
     )  # fmt: skip
-    add("--labels", required=True, metavar="URL", help="the shared label store (see 'prdist labels import'); may not exist yet")
+    add("--labels", default=None, metavar="URL",
+        help="the shared label store (see 'prdist labels import'); leave it out while there are no labels yet")
     add("--budget", type=int, required=True, metavar="N", help="total draws over all systems, at least 2 per system")
     add("--seed", type=int, required=True, metavar="S", help="seed of every draw (same seed, same draws)")
     add("--out", required=True, metavar="URL", help="root of the run directories (path or fsspec URL)")
@@ -761,6 +764,7 @@ def _cmd_compare(args) -> int:
     if args.power is not None:
         check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
     storage_options = _storage_options(args)
+    _require_store(args.labels, "--labels", storage_options, first="leave out --labels until there are labels")
     parameters = dict(
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
         distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
@@ -806,7 +810,9 @@ def _add_aggregate(add) -> None:
 
     add("--aggregate", choices=AGGREGATIONS, default="majority",
         help="how the verdicts of several annotators make one label: majority of each one's latest "
-             "(default; a tie is disputed), latest, or dawid-skene (3 or more annotators)")
+             "(default; a tie is disputed), latest, or dawid-skene (fitted on the whole store; needs a key "
+             "judged by 3 or more annotators). Cannot judge never votes against a verdict: a key is "
+             "cannot judge only when nobody could judge it")
 
 
 def _add_labels(sub) -> None:
@@ -870,12 +876,21 @@ def _add_labels(sub) -> None:
     _add_storage_options(exp.add_argument)
     exp.set_defaults(handler=_cmd_labels_export)
     _add_labels_fill(actions)
-    st = actions.add_parser("status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store, "
-                                           "records per role and the judges' agreement with gold")
+    st = actions.add_parser(
+        "status", help="items, verdicts by kind, annotators, agreement and disputed keys of a store, "
+                       "records per role and the judges' agreement with gold",
+        description="Counts of the store's items, records and verdicts by kind, the keys whose records disagree, "
+                    "Krippendorff's alpha (cannot judge counts as missing), a table of the annotators with the most "
+                    f"records and the disputed keys one per line (each cut at {STATUS_SHOWN}; --json lists all), the "
+                    "records per role (annotator, judge, gold) and the judges' agreement with gold. Verdicts are "
+                    "those of the whole store whatever --resource counts: dawid-skene is fitted on all of it.",
+    )  # fmt: skip
     st.add_argument("--store", required=True, metavar="URL", help="the label store")
     st.add_argument("--resource", default=None, metavar="URL", help="count only the keys this Parquet resource holds")
     _add_aggregate(st.add_argument)
-    st.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    st.add_argument("--json", action="store_true",
+                    help="print one JSON object instead of text: every count, every annotator with their records by "
+                         "verdict (annotator_verdicts), the disputed keys as a list")
     _add_key_score(st.add_argument, "of --resource")
     _add_storage_options(st.add_argument)
     st.set_defaults(handler=_cmd_labels_status)
@@ -974,34 +989,70 @@ def _cmd_labels_fill(args) -> int:
     return EXIT_OK
 
 
+def _require_store(url: str | None, option: str, storage_options, *, first: str | None = None) -> None:
+    """Refuse a label store that does not exist (a typo would read as "no labels yet"); an
+    existing store may be empty."""
+    from .dataflow.labels import store_exists
+
+    if url is not None and not store_exists(url, storage_options=storage_options):
+        raise InputError(f"No label store at {url!r} ({option}): check the path, or import labels first with "
+                         f"'prdist labels import --store {url} FILE'" + (f" ({first})." if first else "."))
+
+
 def _cmd_labels_status(args) -> int:
     from .dataflow.labels import store_status
 
     options = _storage_options(args)
+    _require_store(args.store, "--store", options)
     status = store_status(args.store, resource=args.resource, rule=args.aggregate, storage_options=options,
                           key=args.key, score=args.score)
     print(json.dumps(status, indent=2) if args.json else status_text(status))
     return EXIT_OK
 
 
-def status_text(status: dict) -> str:
-    """The label store's status as a few lines for the terminal (names and keys sanitised for it)."""
+#: How many annotators and disputed keys the text of ``labels status`` lists (``--json`` lists all).
+STATUS_SHOWN = 20
+
+
+def status_text(status: dict, shown: int = STATUS_SHOWN) -> str:
+    """The label store's status for the terminal: counts, then a table of the annotators with the
+    most records and the disputed keys one per line, each list cut at ``shown`` with "and K more"
+    (names and keys sanitised for the terminal: a key may hold ", " or a line break)."""
     from .redaction import terminal_text
 
     kinds = status["verdicts"]
+    fitted = status.get("fitted_on")
+    scope = f" (fitted on the whole store: {fitted['records']:,} records, {fitted['annotators']:,} annotators)" if fitted else ""
     lines = [
-        f"prdist labels: {status['items']:,} items, {status['records']:,} verdict records, rule {status['rule']}",
+        f"prdist labels: {status['items']:,} items, {status['records']:,} verdict records, rule {status['rule']}{scope}",
         "verdicts: " + ", ".join(f"{kind.replace('_', ' ')} {count:,}" for kind, count in kinds.items()),
-        "annotators: " + (", ".join(f"{terminal_text(a) or '(anonymous)'} {n:,}" for a, n in status["annotators"].items()) or "none"),
+        f"keys whose records disagree (annotators, or one annotator's corrections): {status['disagreeing_keys']:,}",
     ]
     alpha = status["agreement"]["krippendorff_alpha"]
     lines.append(f"agreement: Krippendorff's alpha {'undefined' if alpha is None else f'{alpha:.3f}'} over "
-                 f"{status['agreement']['pairable_keys']:,} items judged by two or more annotators")
+                 f"{status['agreement']['pairable_keys']:,} items judged correct/incorrect by 2+ annotators "
+                 "(cannot judge: missing)")
     lines += _role_lines(status)  # judge30
-    if status["disputed_keys"]:
-        shown = status["disputed_keys"][:10]
-        lines.append(f"disputed: {', '.join(map(terminal_text, shown))}" + (" ..." if len(status["disputed_keys"]) > len(shown) else ""))
+    counts = status["annotator_verdicts"]
+    busiest = sorted(counts, key=lambda a: (-status["annotators"][a], a))
+    names = [terminal_text(a) or "(anonymous)" for a in busiest[:shown]]
+    width = max([len("annotator"), *map(len, names)])
+    lines.append(f"annotators: {len(counts):,}" + (f", the {len(names)} with the most records:" if len(counts) > len(names) else ""))
+    if names:
+        lines.append(f"  {'annotator':<{width}}  {'records':>9}  {'correct':>9}  {'incorrect':>9}  {'cannot judge':>12}")
+    for name, who in zip(names, busiest):
+        c = counts[who]
+        lines.append(f"  {name:<{width}}  {status['annotators'][who]:>9,}  {c['correct']:>9,}  {c['incorrect']:>9,}  {c['cannot_judge']:>12,}")
+    lines += _more(len(counts) - len(names), "annotators")
+    disputed = status["disputed_keys"]
+    lines.append(f"disputed keys: {len(disputed):,}" + (":" if disputed else ""))
+    lines += [f"  {terminal_text(key)}" for key in disputed[:shown]]
+    lines += _more(len(disputed) - shown, "disputed keys")
     return "\n".join(lines)
+
+
+def _more(count: int, what: str) -> list[str]:
+    return [f"  and {count:,} more {what} (--json lists them all)"] if count > 0 else []
 
 
 def _role_lines(status: dict) -> list[str]:

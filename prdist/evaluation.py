@@ -10,17 +10,16 @@ starts a cluster: for resources that do not fit in memory use ``prdist run``.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from . import derived
+from . import derived, verdicts
 from ._validation import as_label_array, check_confidence, check_float, check_int
 from .bounds import PaulaBounds, paula_bounds
-from .errors import DataError, ParameterError
+from .errors import DataError, InputError, ParameterError
 from .plan import PaulaPlan, plan_paula
 from .plotting import plot_bounds
 from .ranking import as_key_array, rank_order
@@ -30,18 +29,19 @@ __all__ = ["Evaluation", "evaluate", "parse_verdicts"]
 
 _OWNER = "evaluate"
 TARGETS = (0.95, 0.9, 0.8, 0.7)
-CANNOT_JUDGE = "skip"
 
 
 def parse_verdicts(mapping) -> pd.Series:
     """Verdicts keyed by item key: 1.0 correct, 0.0 incorrect, NaN cannot judge.
 
-    Accepts a dict or a pandas Series whose values are 1/0, True/False or ``"skip"`` (any case:
-    the annotator cannot judge the item, which is then never requested again). ``None`` and NaN
-    mean "no verdict yet" and are left out.
+    Accepts a dict or a pandas Series whose values are the verdict words of label files, through
+    the same parser (:func:`prdist.verdicts.parse_verdicts`, case-insensitive): 1/0, True/False,
+    yes/no, correct/incorrect, accept/reject, and skip/unsure/cannot judge/ignore (-1) for an item
+    the annotator cannot judge, which is then never requested again. ``None``, NaN and blank text
+    mean "no verdict yet" (a label file's empty cell) and are left out.
 
-    >>> parse_verdicts({"a": 1, "b": False, "c": "skip", "d": None}).to_dict()
-    {'a': 1.0, 'b': 0.0, 'c': nan}
+    >>> parse_verdicts({"a": 1, "b": False, "c": "skip", "d": None, "e": "Correct", "f": "cannot judge"}).to_dict()
+    {'a': 1.0, 'b': 0.0, 'c': nan, 'e': 1.0, 'f': nan}
     """
     if isinstance(mapping, pd.Series):
         series = mapping
@@ -49,35 +49,38 @@ def parse_verdicts(mapping) -> pd.Series:
         series = pd.Series(mapping, dtype=object)
     else:
         raise DataError(
-            f"Labels for with_labels must be a dict or a pandas Series (key -> 1, 0 or 'skip'); "
+            f"Labels for with_labels must be a dict or a pandas Series (key -> 1, 0, 'correct', 'skip', ...); "
             f"got {type(mapping).__name__}. Build one with dict(zip(keys, labels))."
         )
     if series.index.has_duplicates:
         key = series.index[series.index.duplicated()][0]
         raise DataError(f"The labels name key {key!r} twice; give one verdict per key.")
-    out = {}
-    for key, value in series.items():
-        verdict = _verdict(value)
-        if verdict is not None:
-            out[key] = verdict
-    return pd.Series(out, dtype=np.float64)
+    given = series[~series.map(_no_verdict).to_numpy(dtype=bool)]
+    try:
+        codes = verdicts.parse_verdicts(given.to_numpy(dtype=object), origin="with_labels")
+    except InputError:
+        key, value = next((k, v) for k, v in given.items() if not _is_verdict(v))
+        raise DataError(
+            f"The verdict of key {key!r} is {value!r}; a verdict is 1/0, True/False, yes/no, correct/incorrect, "
+            "accept/reject, or skip/unsure/cannot judge/ignore (cannot judge). Map it first."
+        ) from None
+    return pd.Series(np.where(codes == verdicts.CANNOT_JUDGE, np.nan, codes.astype(np.float64)), index=given.index,
+                     dtype=np.float64)
 
 
-def _verdict(value) -> float | None:
-    """1.0 / 0.0, NaN for "cannot judge", None for "no verdict"; anything else is refused."""
-    if value is None:
-        return None
+def _no_verdict(value) -> bool:
+    """None, NaN (pandas' missing values) and blank text: no verdict yet."""
     if isinstance(value, str):
-        if value.strip().lower() == CANNOT_JUDGE:
-            return np.nan
-    elif isinstance(value, (bool, np.bool_)):
-        return float(value)
-    elif isinstance(value, numbers.Real):
-        if np.isnan(value):
-            return None
-        if value in (0, 1):
-            return float(value)
-    raise DataError(f"A verdict must be 1, 0, True, False or 'skip' (cannot judge); got {value!r}. Map it first.")
+        return not value.strip()
+    return value is None or (np.ndim(value) == 0 and bool(pd.isna(value)))
+
+
+def _is_verdict(value) -> bool:
+    try:
+        verdicts.parse_verdicts([value], origin="with_labels")
+    except InputError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,8 +176,9 @@ class Evaluation:
         Parameters
         ----------
         mapping : dict or pandas.Series
-            Item key -> 1 (correct), 0 (incorrect), True/False, or "skip" (cannot judge). None
-            and NaN are ignored. Keys that are not items of the resource are counted in
+            Item key -> a verdict in the words label files use (1/0, True/False, "correct",
+            "incorrect", "yes", "no", "skip", "cannot judge", ...: :func:`parse_verdicts`). None,
+            NaN and blank text are ignored. Keys that are not items of the resource are counted in
             ``unmatched`` and otherwise ignored (a label file often covers other systems too);
             a mapping none of whose keys is an item is refused (DataError).
         """

@@ -5,14 +5,24 @@ A label record is (key, verdict, annotator, time); an item may have many. :func:
 turns the records of each key into one outcome by a stated rule:
 
 ``majority`` (default)
-    the plurality of each annotator's latest verdict; a tie between the most frequent verdicts is
-    *disputed*.
+    the plurality of each annotator's latest correct / incorrect verdict; a tie is *disputed*.
 ``latest``
-    the most recent record, whoever gave it (one annotator correcting earlier imports).
+    the most recent record, whoever gave it (one annotator correcting earlier imports), cannot
+    judge included.
 ``dawid-skene``
-    the Dawid-Skene estimate (one confusion matrix per annotator, fitted by EM) over the correct /
-    incorrect verdicts; needs at least three annotators. A key with only cannot-judge verdicts is
-    cannot judge; a posterior of exactly one half is disputed.
+    the Dawid-Skene estimate (one confusion matrix per annotator, fitted by EM) over every
+    annotator's latest correct / incorrect verdict on every key of the records it is given (for a
+    label store: the whole store, so that a key's verdict does not depend on which keys a command
+    asks about). The model learns an annotator's accuracy from keys others judged too, so it needs
+    at least one key judged correct / incorrect by three or more annotators (three verdicts on an
+    item identify the binary model); without one it is refused. A posterior of exactly one half is
+    disputed.
+
+**Cannot judge in the vote.** "Cannot judge" says that an annotator could not tell, not that the
+item is neither correct nor incorrect, so it never votes against a verdict: under ``majority`` and
+``dawid-skene`` a key with any correct / incorrect verdict (each annotator's latest) is decided
+among those, and a key is *cannot judge* only when every annotator's latest verdict is cannot
+judge. Agreement (:func:`agreement`) likewise treats it as a missing value.
 
 For the bounds, an outcome becomes a label: 1 or 0 when known, NaN (unknown: counted as 0 by lower
 bounds and 1 by upper bounds) when cannot judge, disputed or missing. The kinds stay counted apart,
@@ -150,9 +160,6 @@ class Outcomes:
         out["annotators"] = out["annotators"].fillna(0).astype(np.int64)
         return out
 
-    def disputed(self) -> list:
-        return self.table.index[self.table["kind"].to_numpy() == "disputed"].tolist()
-
 
 def aggregate(records: pd.DataFrame, rule: str = "majority") -> Outcomes:
     """One outcome per key from label records (columns key, verdict, annotator, time).
@@ -174,13 +181,13 @@ def aggregate(records: pd.DataFrame, rule: str = "majority") -> Outcomes:
     """
     if rule not in AGGREGATIONS:
         raise InputError(f"The aggregation {rule!r} is not one of {', '.join(AGGREGATIONS)}.")
-    ordered = records.assign(_order=np.arange(len(records))).sort_values(["time", "_order"], kind="stable")
     if rule == "latest":
+        ordered = records.assign(_order=np.arange(len(records))).sort_values(["time", "_order"], kind="stable")
         latest = ordered.drop_duplicates("key", keep="last").set_index("key")["verdict"]
         counts = ordered.groupby("key")["annotator"].nunique()
         kinds = latest.map({1: "correct", 0: "incorrect", CANNOT_JUDGE: "cannot_judge"})
         return _outcomes(kinds, counts.reindex(kinds.index), rule)
-    votes = ordered.drop_duplicates(["key", "annotator"], keep="last")
+    votes = _latest_per_annotator(records)
     counts = votes.groupby("key")["annotator"].size()
     kinds = _majority(votes) if rule == "majority" else _dawid_skene(votes)
     return _outcomes(kinds, counts.reindex(kinds.index), rule)
@@ -194,23 +201,25 @@ def _outcomes(kinds: pd.Series, annotators: pd.Series, rule: str) -> Outcomes:
 
 
 def _majority(votes: pd.DataFrame) -> pd.Series:
-    """The plurality verdict of each key; a tie between the most frequent verdicts is disputed."""
-    tally = votes.groupby(["key", "verdict"]).size().unstack(fill_value=0)
-    top = tally.to_numpy().max(axis=1, keepdims=True)
-    winners = tally.to_numpy() == top
-    names = np.array([{1: "correct", 0: "incorrect", CANNOT_JUDGE: "cannot_judge"}[v] for v in tally.columns], dtype=object)
-    kinds = np.where(winners.sum(axis=1) > 1, "disputed", names[winners.argmax(axis=1)])
-    return pd.Series(kinds, index=tally.index, dtype=object)
+    """The plurality of each key's correct / incorrect votes (a tie is disputed); cannot judge
+    when every vote is cannot judge."""
+    kinds = pd.Series("cannot_judge", index=pd.Index(votes["key"].unique()), dtype=object)
+    judged = votes[votes["verdict"].to_numpy() != CANNOT_JUDGE]
+    if len(judged):
+        yes = judged.groupby("key")["verdict"].agg(["sum", "size"])
+        ones, zeros = yes["sum"].to_numpy(), (yes["size"] - yes["sum"]).to_numpy()
+        kinds[yes.index] = np.where(ones == zeros, "disputed", np.where(ones > zeros, "correct", "incorrect"))
+    return kinds
 
 
 def _dawid_skene(votes: pd.DataFrame) -> pd.Series:
-    annotators = votes["annotator"].nunique()
-    if annotators < _MIN_DAWID_SKENE_ANNOTATORS:
-        raise InputError(
-            f"Dawid-Skene needs at least {_MIN_DAWID_SKENE_ANNOTATORS} annotators; the records have {annotators}. "
-            "Use --aggregate majority."
-        )
     judged = votes[votes["verdict"] != CANNOT_JUDGE]
+    most = int(judged.groupby("key")["annotator"].size().max()) if len(judged) else 0
+    if most < _MIN_DAWID_SKENE_ANNOTATORS:
+        raise InputError(
+            f"Dawid-Skene needs a key judged correct/incorrect by at least {_MIN_DAWID_SKENE_ANNOTATORS} annotators "
+            f"to learn their accuracies; the most any key has is {most}. Use --aggregate majority."
+        )
     keys = pd.Index(votes["key"].unique())
     kinds = pd.Series("cannot_judge", index=keys, dtype=object)
     if len(judged):
@@ -231,19 +240,24 @@ def dawid_skene_posterior(keys, annotators, verdicts, *, max_iter: int = 200, to
     """
     key_codes, key_index = pd.factorize(pd.Series(keys), sort=True)
     ann_codes, ann_index = pd.factorize(pd.Series(annotators), sort=True)
-    v = np.asarray(verdicts, dtype=np.float64)
+    v = np.asarray(verdicts, dtype=np.int64)
     n_keys, n_ann = len(key_index), len(ann_index)
-    per_key = np.bincount(key_codes, minlength=n_keys)
-    t = np.bincount(key_codes, weights=v, minlength=n_keys) / per_key
+    # Each vote is one of 2 x annotators cells (annotator, verdict): the M-step sums t per cell and
+    # the E-step looks each vote's log-likelihood up in a table of cells, one pass over the votes each.
+    cell = 2 * ann_codes + v
+    per_cell = np.bincount(cell, minlength=2 * n_ann).reshape(n_ann, 2)
+    t = np.bincount(key_codes, weights=v, minlength=n_keys) / np.bincount(key_codes, minlength=n_keys)
     clip = lambda x: np.clip(x, 1e-6, 1 - 1e-6)  # noqa: E731
     for _ in range(max_iter):
-        tv = t[key_codes]
         pi = clip(t.mean())
-        sens = clip(np.bincount(ann_codes, tv * v, n_ann) / np.maximum(np.bincount(ann_codes, tv, n_ann), 1e-12))
-        spec = clip(np.bincount(ann_codes, (1 - tv) * (1 - v), n_ann) / np.maximum(np.bincount(ann_codes, 1 - tv, n_ann), 1e-12))
-        a, b = sens[ann_codes], spec[ann_codes]
-        log1 = np.log(pi) + np.bincount(key_codes, v * np.log(a) + (1 - v) * np.log1p(-a), n_keys)
-        log0 = np.log1p(-pi) + np.bincount(key_codes, (1 - v) * np.log(b) + v * np.log1p(-b), n_keys)
+        said_if_1 = np.bincount(cell, t[key_codes], 2 * n_ann).reshape(n_ann, 2)  # sum of t per cell
+        said_if_0 = per_cell - said_if_1  # sum of 1 - t per cell
+        sens = clip(said_if_1[:, 1] / np.maximum(said_if_1.sum(axis=1), 1e-12))
+        spec = clip(said_if_0[:, 0] / np.maximum(said_if_0.sum(axis=1), 1e-12))
+        given_1 = np.column_stack([np.log1p(-sens), np.log(sens)]).ravel()  # log P(verdict | correct) per cell
+        given_0 = np.column_stack([np.log(spec), np.log1p(-spec)]).ravel()  # log P(verdict | incorrect)
+        log1 = np.log(pi) + np.bincount(key_codes, given_1[cell], n_keys)
+        log0 = np.log1p(-pi) + np.bincount(key_codes, given_0[cell], n_keys)
         new = 1.0 / (1.0 + np.exp(log0 - log1))
         done = np.max(np.abs(new - t)) < tol
         t = new
@@ -256,9 +270,9 @@ def dawid_skene_posterior(keys, annotators, verdicts, *, max_iter: int = 200, to
 class Agreement:
     """Inter-annotator agreement over the keys that at least two annotators judged."""
 
-    alpha: float | None  # Krippendorff's alpha (nominal; cannot judge is a category); None: undefined
+    alpha: float | None  # Krippendorff's alpha (nominal; cannot judge is missing); None: undefined
     annotators: int
-    pairable_keys: int  # keys with verdicts from two or more annotators
+    pairable_keys: int  # keys with correct / incorrect verdicts from two or more annotators
 
     def to_dict(self) -> dict:
         return {"krippendorff_alpha": self.alpha, "annotators": self.annotators, "pairable_keys": self.pairable_keys}
@@ -267,7 +281,13 @@ class Agreement:
 def agreement(records: pd.DataFrame) -> Agreement:
     """Krippendorff's alpha (nominal) of each annotator's latest verdict per key.
 
-    Undefined (None) with fewer than two annotators on any key, or when every verdict is the same.
+    "Cannot judge" is a missing value, as Krippendorff (2011) treats a coder who does not code a
+    unit: it says nothing about which category the item is in, so annotators who agree on every
+    correct / incorrect verdict have alpha 1 whatever their cannot-judge verdicts. Computed from the
+    per-key counts of correct and incorrect verdicts (the package's ``value_counts``), so its memory
+    grows with the keys, not keys x annotators. Undefined (None) when no key has correct / incorrect
+    verdicts from two annotators, or when all of those verdicts are the same. ``annotators``
+    counts everyone who gave a verdict, cannot judge included.
 
     Examples
     --------
@@ -275,17 +295,26 @@ def agreement(records: pd.DataFrame) -> Agreement:
     ...                   "annotator": list("xxxxyyyy"), "time": pd.to_datetime(range(8))})
     >>> round(agreement(r).alpha, 4)  # 1 - (2/8) / (30/56)
     0.5333
+    >>> r.loc[5, "verdict"] = CANNOT_JUDGE  # y could not judge b, where it disagreed
+    >>> agreement(r).alpha
+    1.0
     """
     import krippendorff
 
-    ordered = records.assign(_order=np.arange(len(records))).sort_values(["time", "_order"], kind="stable")
-    votes = ordered.drop_duplicates(["key", "annotator"], keep="last")
+    votes = _latest_per_annotator(records)
     annotators = int(votes["annotator"].nunique())
-    per_key = votes.groupby("key")["annotator"].size()
-    pairable = int((per_key >= 2).sum())
+    judged = votes[votes["verdict"].to_numpy() != CANNOT_JUDGE]
+    counts = judged.groupby("key")["verdict"].agg(["sum", "size"])
+    counts = counts[counts["size"].to_numpy() >= 2]
+    ones = counts["sum"].to_numpy(dtype=np.float64)
+    value_counts = np.column_stack([counts["size"].to_numpy(dtype=np.float64) - ones, ones])
     alpha = None
-    if pairable and votes["verdict"].nunique() > 1:
-        matrix = votes.pivot(index="annotator", columns="key", values="verdict").to_numpy(dtype=np.float64)
-        value = float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"))
-        alpha = value if np.isfinite(value) else None  # no spread among the pairable verdicts
-    return Agreement(alpha=alpha, annotators=annotators, pairable_keys=pairable)
+    if len(counts) and value_counts.sum(axis=0).min() > 0:
+        alpha = float(krippendorff.alpha(value_counts=value_counts, level_of_measurement="nominal"))
+    return Agreement(alpha=alpha, annotators=annotators, pairable_keys=len(counts))
+
+
+def _latest_per_annotator(records: pd.DataFrame) -> pd.DataFrame:
+    """Each annotator's latest record per key, records taken in ``time`` order (ties: as given)."""
+    ordered = records.assign(_order=np.arange(len(records))).sort_values(["time", "_order"], kind="stable")
+    return ordered.drop_duplicates(["key", "annotator"], keep="last")

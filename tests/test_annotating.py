@@ -94,6 +94,7 @@ def test_reverb_loop_completes_with_cannot_judge_from_every_tool(tmp_path):
     runs = str(tmp_path / "runs")
     args = ["--resource", resource, "--out", runs, "--confidence", "0.95", "--bands"]
 
+    (tmp_path / "ls-store").mkdir()  # an empty store: exists, holds nothing yet
     code, out, err = cli("run", *args, "--labels", str(tmp_path / "ls-store"))
     assert code == 3, err
     first = out.strip().splitlines()[-1]
@@ -176,6 +177,7 @@ def test_compare_task_shows_the_extractions_to_annotators(tmp_path):
         items = pd.DataFrame({"key": frame["key"], "score": frame["score"], "sentence": parts[0].map(text),
                               "arg1": parts[1], "rel": parts[2], "arg2": parts[3]})
         systems += ["--system", f"{name}={write_frame(items, str(tmp_path / name))}"]
+    (tmp_path / "store").mkdir()  # an empty store: exists, holds nothing yet
     argv = ["compare", *systems, "--labels", str(tmp_path / "store"), "--budget", "60", "--seed", "4", "--out", str(tmp_path / "cmp")]
     code, out, err = cli(*argv)
     assert code == 3, err

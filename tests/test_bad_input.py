@@ -231,6 +231,7 @@ def test_bad_resources_are_refused(tmp_path, case, cluster):
     url = case.build(tmp_path)
     out = tmp_path / "runs"
     store = tmp_path / "store"
+    store.mkdir()  # an empty store
     argv = ["run", "--resource", url, "--out", str(out), "--labels", str(store), "--confidence", "none",
             "--scheduler", cluster.scheduler.address, *case.options]
     assert_refused(argv, says=case.says, watched=[tmp_path])

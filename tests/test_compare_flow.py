@@ -146,6 +146,7 @@ def test_reverb_through_the_command_line(tmp_path, reverb, dask_client, capsys):
 def test_command_line_missing_system_is_bad_input(tmp_path, reverb, dask_client, capsys):
     systems, _ = reverb
     systems = {**systems, "gone": str(tmp_path / "no-such-system")}
+    (tmp_path / "store").mkdir()  # an empty store: the missing system is what is refused
     code = main(_command(systems, labels=str(tmp_path / "store"), out=str(tmp_path / "runs"),
                          scheduler=dask_client.scheduler.address))
     # The command's own message is its last line, and one line.

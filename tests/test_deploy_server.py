@@ -402,6 +402,7 @@ def test_runs_imports_and_history_send_their_events_to_the_server(prefect_server
     first = write_synthetic(steady, n=50_000, out=str(tmp_path / "releases" / "r1"), seed=1)
     second = write_synthetic(worse, n=50_000, out=str(tmp_path / "releases" / "r2"), seed=3)
     runs, store = tmp_path / "runs", tmp_path / "labels"
+    store.mkdir()  # an empty store
     env = _clean_env(PREFECT_API_URL=api, PREFECT_HOME=str(tmp_path / "home"))
     before = {e["id"] for e in _prdist_events(api)}
 

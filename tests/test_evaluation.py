@@ -129,7 +129,7 @@ def test_html_view_says_what_awaits_and_links_nowhere_it_cannot():
         (lambda: prdist.evaluate([0.1, np.nan]), "finite"),
         (lambda: prdist.evaluate([0.1, 0.2], [1, 0, 1]), "align the labels"),
         (lambda: prdist.evaluate([0.1, 0.2], [1, 2]), "only 0, 1"),
-        (lambda: prdist.evaluate([0.1, 0.2]).with_labels({0: "maybe"}), "'skip'"),
+        (lambda: prdist.evaluate([0.1, 0.2]).with_labels({0: "maybe"}), "The verdict of key 0 is 'maybe'"),
         (lambda: prdist.evaluate([0.1, 0.2]).with_labels([1, 0]), "dict or a pandas Series"),
         (lambda: prdist.evaluate([0.1, 0.2]).with_labels({"0": 1, "1": 0}), "None of the 2 labeled keys is an item"),
         (lambda: prdist.evaluate(["x", "y"]), "must be numbers"),

@@ -31,6 +31,7 @@ def test_round_trip_through_label_studio(tmp_path, label_studio):
     frame = frame.iloc[:ITEMS].reset_index(drop=True)
     resource = write_frame(frame.drop(columns="label").assign(text=frame["key"].str.replace("\t", " | ")), str(tmp_path / "small"))
     store, runs = str(tmp_path / "store"), str(tmp_path / "runs")
+    (tmp_path / "store").mkdir()  # an empty store
     args = ["--resource", resource, "--labels", store, "--out", runs, "--confidence", "none"]
     code, out, err = cli("run", *args)
     assert code == 3, err

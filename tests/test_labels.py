@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prdist.dataflow.labels import export_annotation_task, import_labels, lookup_labels, read_label_file
+from prdist.dataflow.labels import export_annotation_task, import_labels, lookup_labels, read_label_file, store_exists
 from prdist.errors import DataError, InputError
 
 
@@ -125,3 +125,65 @@ def test_store_on_s3(s3_server, s3_url, tmp_path):
     opts = s3_server.storage_options
     import_labels(store, [write_labels(tmp_path / "a.csv", [1, 2], [0, 1], "csv")], storage_options=opts)
     assert lookup_labels(store, [1, 2], storage_options=opts).labels.tolist() == [0.0, 1.0]
+    # The store-wide read of Dawid-Skene, and the existence check, on S3 too.
+    crowd = pd.DataFrame({"key": [1, 1, 1, 2, 2, 2], "label": [0, 0, 1, 1, 1, 1], "annotator": list("xyzxyz")})
+    crowd.to_csv(tmp_path / "crowd.csv", index=False)
+    import_labels(store, [str(tmp_path / "crowd.csv")], storage_options=opts)
+    found = lookup_labels(store, [2], storage_options=opts, rule="dawid-skene")
+    assert found.kinds.tolist() == ["correct"] and found.fitted_on["records"] == 8 and found.fitted_on["files"] == 2
+    assert store_exists(store, storage_options=opts) and not store_exists(f"{s3_url}/nostore", storage_options=opts)
+
+
+def test_one_verdict_vocabulary_for_the_command_line_python_and_the_store(tmp_path):
+    # Every word a label file may hold means the same through `prdist labels import` + the store and
+    # through Evaluation.with_labels / evaluate(labels=...), which once refused "correct" and
+    # "cannot judge".
+    import prdist
+    from cli_run import cli
+
+    from prdist.verdicts import _WORDS
+
+    words = [w for ws in _WORDS.values() for w in ws] + ["Correct", "CANNOT JUDGE", "Yes", True, False, 1, 0, 1.0, -1]
+    keys = [f"k{i}" for i in range(len(words))]
+    pd.DataFrame({"key": keys, "label": words}).to_csv(tmp_path / "v.csv", index=False)
+    assert cli("labels", "import", "--store", str(tmp_path / "store"), str(tmp_path / "v.csv"))[0] == 0
+    stored = lookup_labels(str(tmp_path / "store"), keys)
+    ev = prdist.evaluate(np.linspace(1, 0, len(keys)), keys=keys, labels=dict(zip(keys, words)))
+    python = ev.verdicts.reindex(keys)
+    assert stored.kinds.isin(["correct", "incorrect", "cannot_judge"]).all()
+    np.testing.assert_array_equal(python.to_numpy(), stored.labels.reindex(keys).to_numpy())
+    assert (stored.kinds == "cannot_judge").sum() == python.isna().sum() == len(_WORDS[-1]) + 2
+    assert ev.counts["cannot_judge"] == python.isna().sum()
+    # What the command line refuses, Python refuses; blanks are "no verdict yet" in both.
+    (tmp_path / "bad.csv").write_text("key,label\nk0,maybe\n")
+    assert cli("labels", "import", "--store", str(tmp_path / "store"), str(tmp_path / "bad.csv"))[0] == 2
+    with pytest.raises(DataError, match="The verdict of key 'k0' is 'maybe'"):
+        ev.with_labels({"k0": "maybe"})
+    assert ev.with_labels({"k0": " ", "k1": None}).verdicts.equals(ev.verdicts)
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--resource", "{root}/res", "--out", "{root}/runs", "--labels", "{root}/nostore"],
+    ["compare", "--system", "a={root}/res", "--labels", "{root}/nostore", "--budget", "4", "--seed", "0", "--out", "{root}/runs"],
+    ["labels", "status", "--store", "{root}/nostore"],
+])
+def test_a_missing_store_is_refused_naming_it_and_the_fix(tmp_path, command):
+    # A typo in --labels once read as "no labels yet" (exit 3, "0 of 469 known"), and `labels
+    # status` of it exited 0.
+    from cli_run import cli
+
+    code, out, err = cli(*[part.format(root=tmp_path) for part in command])
+    assert code == 2 and out == ""
+    option = "--store" if command[0] == "labels" else "--labels"
+    assert err.strip() == (f"prdist: error: No label store at '{tmp_path}/nostore' ({option}): "
+                           f"check the path, or import labels first with 'prdist labels import --store {tmp_path}/nostore FILE'"
+                           + ("." if command[0] == "labels" else " (leave out --labels until there are labels)."))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_empty_store_is_a_store(tmp_path):
+    from cli_run import cli
+
+    (tmp_path / "store").mkdir()
+    code, out, _ = cli("labels", "status", "--store", str(tmp_path / "store"), "--json")
+    assert code == 0 and json.loads(out)["records"] == 0

@@ -663,6 +663,7 @@ def test_every_exported_csv_is_spreadsheet_safe_and_imports_back_to_the_original
     from pathlib import Path
 
     keys = _hostile_resource(tmp_path / "resource")
+    (tmp_path / "store").mkdir()  # an empty store
     code, out, err = cli("run", "--resource", str(tmp_path / "resource"), "--out", str(tmp_path / "runs"),
                          "--labels", str(tmp_path / "store"), "--confidence", "none", "--scheduler", dask_client.scheduler.address)
     assert code == 3, err

@@ -44,6 +44,7 @@ def _workspace(root: Path) -> None:
     write_release(root / "res", pa.table({"key": keys, "score": scores, "label": labels}), row_group_size=1024)
     (root / "answers.csv").write_text("key,label\n" + "".join(f"k{i},{i % 2}\n" for i in range(50)))
     (root / "items.csv").write_text("id,conf\n" + "".join(f"i{i},{1 - i / 100}\n" for i in range(100)))
+    (root / "store0").mkdir()  # an empty store: exists, holds nothing yet
     done = _shell("prdist run --resource res --labels store0 --out runs --eps 0.1 --window 20", root)
     assert done.returncode == 3, done.stderr
     assert _shell("prdist labels import --store store0 answers.csv", root).returncode == 0

@@ -45,6 +45,7 @@ def run(*argv):
 def test_awaiting_labels_then_import_then_complete(tmp_path, resource, runner):
     url, truth = resource
     store, out = str(tmp_path / "labels"), str(tmp_path / "runs")
+    (tmp_path / "labels").mkdir()  # an empty store: exists, holds nothing yet
     args = ["--resource", url, "--out", out, "--labels", store, "--eps", "0.2", "--window", "10", "--confidence", "none"]
 
     code, run_dir, err = run(*args)
@@ -114,6 +115,7 @@ def test_a_store_with_other_annotators_is_another_run(tmp_path, resource):
     url, truth = resource
     out = str(tmp_path / "runs")
     args = ["--resource", url, "--out", out, "--eps", "0.2", "--window", "10", "--confidence", "none"]
+    (tmp_path / "empty").mkdir()  # a store that exists but holds nothing yet
     code, first, _ = run(*args, "--labels", str(tmp_path / "empty"))
     assert code == 3
     task = pd.read_csv(Path(first) / "annotation_task.csv")

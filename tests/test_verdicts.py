@@ -39,13 +39,25 @@ def test_majority_of_latest_per_annotator_ties_are_disputed():
         ("a", 0, "x"), ("a", 1, "x"), ("a", 1, "y"), ("a", 0, "z"),  # x corrected itself: 2 vs 1
         ("b", 1, "x"), ("b", 0, "y"),                                # tie
         ("c", CANNOT_JUDGE, "x"), ("c", CANNOT_JUDGE, "y"), ("c", 1, "z"),
-        ("d", 1, "x"), ("d", CANNOT_JUDGE, "y"),                     # tie with cannot judge
+        ("d", 1, "x"), ("d", CANNOT_JUDGE, "y"), ("d", 0, "z"),      # a tie; cannot judge does not vote
+        ("e", CANNOT_JUDGE, "x"), ("e", CANNOT_JUDGE, "y"),          # nobody could judge it
+        ("f", 1, "x"), ("f", CANNOT_JUDGE, "x"),                     # x's latest says cannot judge
     ])
     out = aggregate(r).table
-    assert out["kind"].to_dict() == {"a": "correct", "b": "disputed", "c": "cannot_judge", "d": "disputed"}
-    assert out["annotators"].to_dict() == {"a": 3, "b": 2, "c": 3, "d": 2}
-    assert out["label"].iloc[0] == 1.0 and out["label"].iloc[1:].isna().all()
-    assert aggregate(r, "latest").table["kind"].to_dict() == {"a": "incorrect", "b": "incorrect", "c": "correct", "d": "cannot_judge"}
+    assert out["kind"].to_dict() == {"a": "correct", "b": "disputed", "c": "correct", "d": "disputed",
+                                     "e": "cannot_judge", "f": "cannot_judge"}
+    assert out["annotators"].to_dict() == {"a": 3, "b": 2, "c": 3, "d": 3, "e": 2, "f": 1}
+    assert out["label"].iloc[[0, 2]].tolist() == [1.0, 1.0]
+    assert out["label"].iloc[[1, 3, 4, 5]].isna().all()
+    assert aggregate(r, "latest").table["kind"].to_dict() == {"a": "incorrect", "b": "incorrect", "c": "correct",
+                                                              "d": "incorrect", "e": "cannot_judge", "f": "cannot_judge"}
+
+
+def test_cannot_judge_never_votes_against_a_verdict():
+    # {correct, cannot judge} was disputed and {cannot judge x2, correct} cannot judge: an annotator
+    # who could not tell says nothing about the item, so the others decide.
+    r = records([("a", 1, "x"), ("a", CANNOT_JUDGE, "y"), ("b", CANNOT_JUDGE, "x"), ("b", CANNOT_JUDGE, "y"), ("b", 0, "z")])
+    assert aggregate(r).table["kind"].to_dict() == {"a": "correct", "b": "incorrect"}
 
 
 def test_single_anonymous_annotator_is_latest_wins():
@@ -113,6 +125,11 @@ def test_dawid_skene_breaks_ties_that_majority_leaves_disputed():
 def test_dawid_skene_needs_three_annotators_and_keeps_cannot_judge():
     with pytest.raises(InputError, match="at least 3 annotators"):
         aggregate(records([("a", 1, "x"), ("a", 1, "y")]), "dawid-skene")
+    # Three annotators, but no key that three of them judged: nothing to learn accuracies from
+    # (this once returned each key's single verdict as if the model had weighed it).
+    disjoint = records([(f"k{i}", i % 2, "xyz"[i % 3]) for i in range(30)] + [("k0", 1, "y"), ("k0", CANNOT_JUDGE, "z")])
+    with pytest.raises(InputError, match="the most any key has is 2"):
+        aggregate(disjoint, "dawid-skene")
     r = records([("a", 1, "x"), ("a", 1, "y"), ("a", 0, "z"), ("b", CANNOT_JUDGE, "x"), ("b", CANNOT_JUDGE, "y")])
     assert aggregate(r, "dawid-skene").table["kind"].to_dict() == {"a": "correct", "b": "cannot_judge"}
 
@@ -138,18 +155,34 @@ def alpha_oracle(units):
     return 1 - d_o / d_e
 
 
-def test_agreement_equals_the_coincidence_matrix_oracle():
+def test_agreement_equals_the_coincidence_matrix_oracle_and_the_package():
+    import krippendorff
+
     rng = np.random.default_rng(3)
     rows = [(f"k{i}", int(rng.choice([1, 0, CANNOT_JUDGE], p=[0.5, 0.4, 0.1])), a)
             for i in range(30) for a in "xyz" if rng.random() < 0.7]
     r = records(rows)
-    units = [list(g["verdict"]) for _, g in r.groupby("key")]
+    judged = r[r["verdict"] != CANNOT_JUDGE]
+    units = [list(g["verdict"]) for _, g in judged.groupby("key")]
     got = agreement(r)
     assert got.alpha == pytest.approx(alpha_oracle(units), abs=1e-12)
+    # The package on the annotator x key matrix, cannot judge (and no verdict) as NaN.
+    matrix = r.pivot(index="annotator", columns="key", values="verdict").replace(CANNOT_JUDGE, np.nan).to_numpy(dtype=float)
+    assert got.alpha == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"), abs=1e-12)
     assert got.annotators == 3 and got.pairable_keys == sum(len(u) >= 2 for u in units)
+
+
+def test_cannot_judge_is_missing_in_agreement():
+    # Annotators who agree on every correct / incorrect verdict: alpha 1, whatever they could not
+    # judge (with cannot judge as a category this was 0.775-like, below 1).
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 2, 40)
+    rows = [(f"k{i}", CANNOT_JUDGE if rng.random() < 0.2 else int(truth[i]), a) for i in range(40) for a in "xyzw"]
+    got = agreement(records(rows))
+    assert got.alpha == 1.0 and got.annotators == 4
 
 
 def test_agreement_undefined_without_pairs_or_spread():
     assert agreement(records([("a", 1, "x"), ("b", 0, "y")])).alpha is None
     assert agreement(records([("a", 1, "x"), ("a", 1, "y")])).alpha is None
-
+    assert agreement(records([("a", 1, "x"), ("a", CANNOT_JUDGE, "y"), ("b", 0, "x")])).alpha is None

@@ -141,7 +141,7 @@ def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None
     cannot = kinds == "cannot_judge"
     return LabeledSample(sample, int((np.isnan(sample.labels) & ~cannot).sum()), lookup.relabeled, lookup.examples,
                          cannot_judge=cannot, disputed=int((kinds == "disputed").sum()),
-                         agreement=dict(lookup.agreement.to_dict(), rule=rule))
+                         agreement=lookup.agreement_record())
 
 
 def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None,

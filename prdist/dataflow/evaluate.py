@@ -510,7 +510,7 @@ def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, sto
         elif judged.any():
             judge = stored_judge
         resolution = LabelResolution(values, kinds.astype(str), from_oracle=0, from_store=int((~np.isnan(values) & ~judged).sum()),
-                                     relabeled=lookup.relabeled, agreement=dict(lookup.agreement.to_dict(), rule=rule))
+                                     relabeled=lookup.relabeled, agreement=lookup.agreement_record())
         gold = lookup.roles.gold.reindex(keys).to_numpy(dtype=np.float64)
         gold_kinds = lookup.roles.gold_kinds.reindex(keys).fillna("missing").to_numpy(dtype=str)
     return replace(resolution, judged=judged, judge=judge, gold=gold, gold_kinds=gold_kinds,

@@ -17,6 +17,7 @@ disagree are counted, so that disagreement is visible, never silent.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import posixpath
@@ -25,6 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
@@ -38,7 +40,7 @@ from ..errors import DataError, InputError
 from ..input_gate import expect, gate, json_document, json_lines, refusal
 from ..label_choices import ROLES
 from ..verdict_roles import RoleVerdicts, role_verdicts, split_roles
-from ..verdicts import CANNOT_JUDGE, Agreement, VerdictWords, aggregate, agreement
+from ..verdicts import CANNOT_JUDGE, Agreement, Outcomes, VerdictWords, aggregate, agreement
 from . import spreadsheet_csv
 from .label_formats import Layout, raw_records
 from .storage import (check_regular_file, exists, filesystem, join_url, modified_time, publish, resolve, storage_errors,
@@ -59,6 +61,7 @@ __all__ = [
     "read_label_file",
     "label_studio_config",
     "read_store",
+    "store_exists",
     "store_status",
     "write_annotation_file",
 ]
@@ -309,6 +312,7 @@ class LabelLookup:
     examples: tuple[str, ...] = field(default=())
     agreement: Agreement = field(default_factory=lambda: Agreement(None, 0, 0))
     rule: str = "majority"
+    fitted_on: dict | None = None  # the store a store-wide model (dawid-skene) was fitted on
     # judge30: verdicts by role (prdist.verdict_roles). ``labels`` / ``kinds`` hold the judges'
     # verdict where no annotator gave one (``judged`` True there); gold stays apart.
     judged: pd.Series | None = None  # bool per key
@@ -318,6 +322,58 @@ class LabelLookup:
     def missing(self) -> int:
         return int(self.labels.isna().sum())
 
+    def agreement_record(self) -> dict:
+        """The manifest's "agreement": alpha over the looked-up keys, the rule and, for a
+        store-wide model, what it was fitted on (:meth:`StoreRecords.scope`)."""
+        extra = {} if self.fitted_on is None else {"fitted_on": self.fitted_on}
+        return dict(self.agreement.to_dict(), rule=self.rule, **extra)
+
+
+@dataclass(frozen=True, eq=False)
+class StoreRecords:
+    """Every record of a store as one read found it, and the outcomes aggregated from them."""
+
+    records: pd.DataFrame  # key, verdict, annotator, time, role
+    files: int
+    fingerprint: str  # of the store's file names and sizes: its files are create-only
+    outcomes: dict = field(default_factory=dict, repr=False)  # rule -> Outcomes, filled by store_outcomes
+
+    @cached_property
+    def by_role(self) -> dict[str, pd.DataFrame]:
+        """The records of each role (:func:`prdist.verdict_roles.split_roles`): only the
+        annotators' are voted; judges and gold stand apart."""
+        return split_roles(self.records)
+
+    def scope(self) -> dict:
+        """What a store-wide model was fitted on (the annotators' records), as the run's manifest records it."""
+        voted = self.by_role["annotator"]
+        return {"records": int(len(voted)), "keys": int(voted["key"].nunique()),
+                "annotators": int(voted["annotator"].nunique()), "files": self.files,
+                "fingerprint": self.fingerprint}
+
+
+# The last store read whole, with its outcomes by rule: one command fits a store-wide model once,
+# however many lookups it makes. Keyed by the store's URL and fingerprint, so an import in between
+# (a new file) is never answered from it.
+_LAST_STORE: dict = {}
+
+
+def _store_listing(store: str, storage_options=None):
+    """(filesystem, [(path, size)] of the store's Parquet files sorted by path), or None when the
+    store certainly does not exist."""
+    fs, path = filesystem(store, storage_options)
+    # Only a store that is certainly absent holds no labels: an outage must never read as "no labels".
+    if not exists(fs, path, where=store):
+        return None
+    with storage_errors(store, action="list"):
+        found = fs.find(path, detail=True)
+    return fs, sorted((name, int(info.get("size") or 0)) for name, info in found.items() if name.endswith(".parquet"))
+
+
+def store_exists(store: str, *, storage_options=None) -> bool:
+    """Whether a label store is at ``store`` (an existing directory may be empty)."""
+    return _store_listing(store, storage_options) is not None
+
 
 def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.DataFrame:
     """The store's records (key, label, source, annotator, time, role), only those of ``keys`` if given.
@@ -325,24 +381,21 @@ def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.Data
     Only the rows whose key is asked for are materialised (a filtered Parquet scan). A store that
     does not exist yet holds no records. ``label`` is 1, 0 or -1 (cannot judge).
     """
-    empty = pd.DataFrame({name: pd.Series(dtype=object) for name in STORE_SCHEMA.names})
-    if store is None:
-        return empty
-    fs, path = filesystem(store, storage_options)
-    # Only a store that is certainly absent holds no labels: an outage must never read as "no labels".
-    if not exists(fs, path, where=store):
-        return empty
-    with storage_errors(store, action="list"):
-        files = sorted(f for f in fs.find(path) if f.endswith(".parquet"))
-    if not files:
-        return empty
+    listing = None if store is None else _store_listing(store, storage_options)
+    return _read_listing(store, listing, keys)
+
+
+def _read_listing(store, listing, keys=None, columns=tuple(STORE_SCHEMA.names)) -> pd.DataFrame:
+    if not listing or not listing[1]:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
+    fs, files = listing
     import pyarrow.dataset as ds  # here: 13 ms, which a run without a label store does without
 
     try:
         with storage_errors(store, action="read"):
-            dataset = ds.dataset(files, schema=STORE_SCHEMA, format="parquet", filesystem=fs)
+            dataset = ds.dataset([name for name, _ in files], schema=STORE_SCHEMA, format="parquet", filesystem=fs)
             where = None if keys is None else ds.field("key").isin(pa.array(pd.Index(keys).to_numpy(dtype=object), pa.string()))
-            found = dataset.to_table(filter=where).to_pandas()
+            found = dataset.to_table(columns=list(columns), filter=where).to_pandas()
     except pa.ArrowException as exc:
         raise DataError(f"The label store {store!r} holds an unreadable file ({exc}). Move the damaged file aside.") from None
     found["annotator"] = found["annotator"].fillna("")
@@ -350,22 +403,59 @@ def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.Data
     return found
 
 
+def whole_store(store: str | None, *, storage_options=None) -> StoreRecords:
+    """Every record of the store, read once per command (the last store read is kept)."""
+    listing = None if store is None else _store_listing(store, storage_options)
+    files = [] if listing is None else listing[1]
+    fingerprint = hashlib.sha256("\n".join(f"{PurePosixPath(n).name}\t{size}" for n, size in files).encode()).hexdigest()[:16]
+    if (cached := _LAST_STORE.get((store, fingerprint))) is not None:
+        return cached
+    # Without "source": nothing aggregated needs it, and it is a string per record.
+    records = _read_listing(store, listing, columns=("key", "label", "annotator", "time", "role")).rename(columns={"label": "verdict"})
+    _LAST_STORE.clear()
+    entry = _LAST_STORE[store, fingerprint] = StoreRecords(records, files=len(files), fingerprint=fingerprint)
+    return entry
+
+
+def store_outcomes(store: StoreRecords, rule: str) -> Outcomes | None:
+    """One outcome per key of the whole store by ``rule`` (None for an empty store), computed once
+    per store read: a store-wide model is fitted on every record, whoever asks."""
+    voted = store.by_role["annotator"]
+    if not len(voted):
+        return None
+    if rule not in store.outcomes:
+        store.outcomes[rule] = aggregate(voted, rule)
+    return store.outcomes[rule]
+
+
 def lookup_labels(store: str | None, keys, *, storage_options=None, rule: str = "majority") -> LabelLookup:
-    """Look up the verdict of every key by ``rule`` without loading the store whole."""
+    """Look up the verdict of every key by ``rule``.
+
+    ``majority`` and ``latest`` decide each key from its own records, so only the records of
+    ``keys`` are read (a filtered scan). ``dawid-skene`` learns every annotator's accuracy from the
+    whole store, so the store is read whole and the model fitted on all of it, once per command
+    (:func:`whole_store`): a key gets the same verdict whichever keys a command asks about.
+    """
     wanted = pd.Index(normalise_keys(keys).unique())
-    records = read_store(store, wanted, storage_options=storage_options)
-    records = records.rename(columns={"label": "verdict"})
-    by_role = split_roles(records)  # judge30: only annotators' records are voted
-    records = by_role["annotator"]
-    outcomes = aggregate(records, rule).for_keys(wanted) if len(records) else None
-    if outcomes is None:
-        lookup = LabelLookup(labels=pd.Series(np.nan, index=wanted, dtype=np.float64),
-                             kinds=pd.Series("missing", index=wanted, dtype=object), rule=rule)
+    fitted_on = None
+    if rule == "dawid-skene":
+        whole = whole_store(store, storage_options=storage_options)
+        by_role = {role: frame[frame["key"].isin(wanted)] for role, frame in whole.by_role.items()}
+        outcomes = store_outcomes(whole, rule)
+        fitted_on = whole.scope() if outcomes is not None else None
     else:
+        by_role = split_roles(read_store(store, wanted, storage_options=storage_options).rename(columns={"label": "verdict"}))
+        outcomes = aggregate(by_role["annotator"], rule) if len(by_role["annotator"]) else None
+    records = by_role["annotator"]  # judge30: only annotators' records are voted
+    if outcomes is None or not len(records):
+        lookup = LabelLookup(labels=pd.Series(np.nan, index=wanted, dtype=np.float64),
+                             kinds=pd.Series("missing", index=wanted, dtype=object), rule=rule, fitted_on=fitted_on)
+    else:
+        found = outcomes.for_keys(wanted)
         disagree = records.groupby("key")["verdict"].nunique()
         disagree = disagree[disagree > 1]
-        lookup = LabelLookup(labels=outcomes["label"].astype(np.float64), kinds=outcomes["kind"], relabeled=len(disagree),
-                             examples=tuple(disagree.index[:5]), agreement=agreement(records), rule=rule)
+        lookup = LabelLookup(labels=found["label"].astype(np.float64), kinds=found["kind"], relabeled=len(disagree),
+                             examples=tuple(disagree.index[:5]), agreement=agreement(records), rule=rule, fitted_on=fitted_on)
     return with_judges(lookup, role_verdicts(by_role, wanted))  # judge30
 
 
@@ -661,32 +751,46 @@ def label_studio_config(columns) -> str:
 
 def store_status(store: str, *, resource: str | None = None, rule: str = "majority", storage_options=None,
                  key: str = "key", score: str = "score") -> dict:
-    """What the store holds: items, verdicts by kind, annotators with their record counts,
-    agreement and the disputed keys (only the keys of ``resource`` when given)."""
-    records = read_store(store, storage_options=storage_options).rename(columns={"label": "verdict"})
+    """What the store holds, as ``labels status --json`` prints it.
+
+    Keys: store, rule, items, records, verdicts (outcomes by kind), annotators (name -> records),
+    annotator_verdicts (name -> records by verdict: correct, incorrect, cannot_judge),
+    disagreeing_keys (keys whose records disagree: across annotators or one annotator's
+    corrections), agreement, disputed_keys (a list) and, for a store-wide model, fitted_on. With
+    ``resource``, only its keys are counted; their verdicts are still those of the whole store
+    (:func:`lookup_labels`).
+    """
+    whole = whole_store(store, storage_options=storage_options)
+    outcomes = store_outcomes(whole, rule)
+    records = whole.records
+    table = outcomes.table if outcomes is not None else pd.DataFrame({"kind": pd.Series(dtype=object)})
     if resource is not None and len(records):
         _, outside = keys_missing_from(resource, records["key"].unique(), storage_options=storage_options, key=key, score=score)
         records = records[~records["key"].isin(outside)]
+        table = table[~table.index.isin(outside)]
     by_role = split_roles(records)  # judge30: the verdicts below are the annotators'; judges and gold apart
     roles = role_status(by_role)
     records = by_role["annotator"]
     kinds = {k: 0 for k in ("correct", "incorrect", "cannot_judge", "disputed")}
-    disputed: list = []
-    if len(records):
-        outcomes = aggregate(records, rule)
-        kinds.update(outcomes.table["kind"].value_counts().to_dict())
-        disputed = outcomes.disputed()
-    return {
+    kinds.update(table["kind"].value_counts().to_dict())
+    named = records["verdict"].map({1: "correct", 0: "incorrect", CANNOT_JUDGE: "cannot_judge"})
+    by_verdict = pd.crosstab(records["annotator"], named).reindex(columns=["correct", "incorrect", "cannot_judge"], fill_value=0)
+    status = {
         "store": store,
         "rule": rule,
         "items": int(records["key"].nunique()),
         "records": int(len(records)),
         "verdicts": {k: int(v) for k, v in kinds.items()},
         "annotators": {str(a): int(n) for a, n in records["annotator"].value_counts().sort_index().items()},
-        "agreement": agreement(records).to_dict() if len(records) else {"krippendorff_alpha": None, "annotators": 0, "pairable_keys": 0},
-        "disputed_keys": [str(k) for k in disputed],
+        "annotator_verdicts": {str(a): {k: int(v) for k, v in row.items()} for a, row in by_verdict.sort_index().iterrows()},
+        "disagreeing_keys": int((records.groupby("key")["verdict"].nunique() > 1).sum()),
+        "agreement": agreement(records).to_dict() if len(records) else Agreement(None, 0, 0).to_dict(),
+        "disputed_keys": [str(k) for k in table.index[table["kind"].to_numpy() == "disputed"]],
         **roles,
     }
+    if rule == "dawid-skene" and outcomes is not None:
+        status["fitted_on"] = whole.scope()
+    return status
 
 
 def role_status(by_role: dict[str, pd.DataFrame]) -> dict:
