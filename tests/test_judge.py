@@ -123,6 +123,7 @@ def test_the_gold_audit_is_seeded_within_the_plan_and_flagged_in_plan_parquet():
 def _gold_cycle(tmp_path, url: str, truth: dict, budget: int, *grid) -> Path:
     """Run with a judge and a gold audit (exit 3, only the audit awaits), import gold, run again (exit 0)."""
     store, out = str(tmp_path / "store"), str(tmp_path / "runs")
+    (tmp_path / "store").mkdir()  # an empty store: --labels must name one that exists
     args = ("run", "--resource", url, "--out", out, "--labels", store, "--judge-column", "judge", "--gold-budget", str(budget), *grid)
     code, stdout, stderr = cli(*args)
     assert code == 3, stderr

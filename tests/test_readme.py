@@ -24,7 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 RUN_SECTIONS = ("Five minutes with your own data", "Annotating")
 #: The shell blocks not run here, by their first line: make demo and make test (the suite itself).
-NOT_RUN = ("make demo   # sets up .venv, then runs the main job on embedded defaults",)
+NOT_RUN = (
+    "make demo   # sets up .venv, then runs the main job on embedded defaults",
+    # the judge-and-gold cycle on a user's own kb/ (the same cycle runs on synthetic data in tests/test_judge.py)
+    "prdist labels import --store store/ --role judge judge.csv   # automatic verdicts (a model, an LLM judge)",
+)
 
 pytestmark = pytest.mark.skipif(not (DATA / "reverb-emnlp2011").is_dir(), reason="needs ../shared/data (ReVerb)")
 
