@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 LS_VENV  := .venv-label-studio
 LS_STAMP := $(LS_VENV)/.installed
 
-.PHONY: demo test test-fast test-all lock clean bench-env
+.PHONY: demo test test-fast test-all lock clean bench-env docs
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: $(STAMP) $(LS_STAMP)
 ## test-all: every test, slow ones included
 test-all: $(STAMP) $(LS_STAMP)
 	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest -q
+
+## docs: the documentation site in site/ (warnings are errors; executes the tutorial on ReVerb)
+docs: $(STAMP)
+	$(VENV)/bin/python -m mkdocs build --strict
 
 ## lock: re-resolve requirements.lock from pyproject.toml, and the image's locks at its versions:
 ## the product's dependencies only (runtime) and the build backend (build) (needs the registry)

@@ -259,10 +259,12 @@ def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window
         by position.
     keys : array-like of int or str, shape (n,), optional
         Unique item keys; default the positions 0..n-1 (the index is ignored).
-    method : {"paula"}
+    method : {"paula"}, default="paula"
         The annotation plan.
-    eps, window : float, int
-        PAULA's grid spacing and window width (see :func:`prdist.plan_paula`).
+    eps : float, default=0.03
+        PAULA's grid spacing, in (0, 1] (see :func:`prdist.plan_paula`).
+    window : int, default=100
+        PAULA's window width Delta, >= 1 (see :func:`prdist.plan_paula`).
     confidence : float in (0, 1) or None, default 0.95
         Bounds that hold at every rank at once with this probability when the verdicts are
         independent draws from a rate that does not rise with rank; they bound the verdicts'

@@ -36,9 +36,9 @@ import functools
 import uuid
 from collections.abc import Sequence
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
-from distributed import Client
 
 from .. import bootstrap
 from ..bootstrap import (
@@ -50,7 +50,12 @@ from ..bootstrap import (
     tabulate_laws,
 )
 from ..errors import ParameterError
-from .executor import Started, gathers_directly, start_all, worker_threads
+
+if TYPE_CHECKING:  # imported where a cluster is used: a call without one loads no distributed
+    import pandas as pd
+    from distributed import Client
+
+    from .executor import Started
 
 __all__ = [
     "TASKS_PER_THREAD",
@@ -67,28 +72,118 @@ __all__ = [
 TASKS_PER_THREAD = 8
 
 
-def bootstrap_bands(scores, labels, *, client: Client | None = None, **options) -> pd.DataFrame:
-    """:func:`prdist.bootstrap.bootstrap_bands`, its batches on ``client``'s workers if given.
+def bootstrap_bands(
+    scores,
+    labels,
+    *,
+    delta=0.05,
+    replicates=1000,
+    method=bootstrap.SMOOTHED_IMPORTANCE,
+    seed=None,
+    client: Client | None = None,
+    beta=None,
+    eps_beta=None,
+    bandwidth=None,
+    instrumental_rate=None,
+) -> pd.DataFrame:
+    """Bootstrap confidence bands for the PR curve of a labeled i.i.d. sample.
 
     Parameters
     ----------
-    scores, labels : array-like of shape (n,)
-        The labeled i.i.d. sample.
+    scores : array-like of shape (n,)
+        Finite scores; higher means more likely positive.
+    labels : array-like of shape (n,)
+        0/1 labels, no missing value; at least 2 positives and 1 negative.
+    delta : float, default=0.05
+        Miscoverage: the sup-norm band covers the curve on the grid with probability ~1 - delta,
+        as measured in docs/coverage.md (short of it with few positives or tied scores).
+    replicates : int, default=1000
+        Number of bootstrap replicates B.
+    method : {"smoothed-importance", "stratified", "naive"}, default="smoothed-importance"
+        Resampling scheme (see :mod:`prdist.bootstrap`).
+    seed : None, int or numpy.random.SeedSequence, default=None
+        Seed of the replicates. None draws fresh entropy, reported in ``attrs["seed_entropy"]``
+        (pass it back as ``seed`` to reproduce the bands).
     client : distributed.Client, optional
-        Run the replicate batches on this Dask cluster; None runs them in this process. The
-        result is bit-for-bit the same either way.
-    **options
-        ``delta``, ``replicates``, ``method``, ``seed``, ``beta``, ``eps_beta``, ``bandwidth``,
-        ``instrumental_rate``: see :func:`prdist.bootstrap.bootstrap_bands`.
+        Run the replicate batches on this Dask cluster; None (the default) runs them in this
+        process and imports no Dask. The result is bit-for-bit the same either way.
+    beta : array-like of shape (k,), optional
+        Strictly increasing recall grid in (0, 1). Default: 101 levels on
+        [eps_beta, 1 - eps_beta].
+    eps_beta : float, optional
+        Half-width of the excluded recall ends of the default grid, in (0, 0.5); default 0.05.
+        Not allowed together with ``beta``.
+    bandwidth : float, optional
+        Smoothing bandwidth h >= 0 of the smoothed bootstrap (0: no smoothing). Default:
+        :func:`prdist.bootstrap.silverman_bandwidth`. Smoothed importance bootstrap only.
+    instrumental_rate : float, optional
+        Instrumental positive rate p~ in (0, 1). Default: :func:`prdist.bootstrap.default_instrumental_rate`.
+        Smoothed importance bootstrap only.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per grid recall, float64 columns ``recall``, ``precision`` (PR^), ``band_lower``,
+        ``band_upper`` (sup-norm band), ``pointwise_lower``, ``pointwise_upper`` (pointwise
+        bootstrap intervals) and ``normal_lower``, ``normal_upper`` (normal approximation with
+        the plug-in asymptotic variance, a cross-check). ``attrs`` holds the diagnostics: method,
+        delta, replicates, sup_radius, ess, ess_fraction, expected_ess_fraction, bandwidth,
+        instrumental_rate, prevalence, n, n_positive, seed_entropy, batches,
+        zero_positive_redraws, recall_min, recall_max.
+
+    Raises
+    ------
+    DataError
+        Bad scores or labels, fewer than 2 positives, no negative, all scores equal.
+    ParameterError
+        A parameter outside its domain.
+
+    Warns
+    -----
+    prdist.BootstrapWarning
+        Fewer than 20 positives, or too few effective replicates beyond the quantile.
+    prdist.TiedScoresWarning
+        Many tied positive scores (the empirical curve is then inconsistent).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.random(500) < 0.3
+    >>> scores = rng.normal(labels * 1.5, 1.0)
+    >>> bands = bootstrap_bands(scores, labels, replicates=200, seed=1)
+    >>> list(bands.columns[:6])
+    ['recall', 'precision', 'band_lower', 'band_upper', 'pointwise_lower', 'pointwise_upper']
+    >>> bool((bands.band_lower <= bands.pointwise_lower).all())
+    True
+    >>> bands.attrs["ess_fraction"]          # 150 positives: no reweighting needed
+    1.0
     """
     mapper = _batch_mapper(client, "bootstrap_bands")
-    return bootstrap.bootstrap_bands(scores, labels, map_batches=mapper, **options)
+    return bootstrap.bootstrap_bands(
+        scores, labels, delta=delta, replicates=replicates, method=method, seed=seed, map_batches=mapper,
+        beta=beta, eps_beta=eps_beta, bandwidth=bandwidth, instrumental_rate=instrumental_rate,
+    )
 
 
 def bootstrap_replicates(
     scores, labels, *, client: Client | None = None, **options
 ) -> BootstrapReplicates:
-    """:func:`prdist.bootstrap.bootstrap_replicates`, its batches on ``client`` if given."""
+    """Draw the bootstrap replicates of the PR curve of a labeled sample (``prdist.bootstrap_replicates``).
+
+    Parameters
+    ----------
+    scores, labels : array-like of shape (n,)
+        The labeled i.i.d. sample, as :func:`prdist.bootstrap_bands` takes it.
+    client : distributed.Client, optional
+        Run the replicate batches on this Dask cluster; None runs them in this process.
+    **options
+        ``replicates``, ``method``, ``seed``, ``beta``, ``eps_beta``, ``bandwidth``,
+        ``instrumental_rate``: as :func:`prdist.bootstrap_bands` takes them.
+
+    Returns
+    -------
+    prdist.BootstrapReplicates
+    """
     mapper = _batch_mapper(client, "bootstrap_replicates")
     return bootstrap.bootstrap_replicates(scores, labels, map_batches=mapper, **options)
 
@@ -101,6 +196,8 @@ def _batch_mapper(client, owner: str):
 
 
 def _check_client(client, owner: str) -> None:
+    from distributed import Client  # here, like every import of distributed
+
     if not isinstance(client, Client):
         raise ParameterError(
             f"The 'client' parameter of {owner} must be a distributed.Client (or None to run "
@@ -180,6 +277,8 @@ def submit_replicate_batches(
     ParameterError
         ``client`` is not a ``distributed.Client``, or sizes and seeds differ in length.
     """
+    from .executor import start_all, worker_threads  # reads Parquet footers: pyarrow, fsspec
+
     _check_client(client, owner)
     if len(sizes) != len(seeds):
         raise ParameterError(
@@ -207,6 +306,8 @@ def _tabulated_on_workers(client: Client, setup: BootstrapSetup) -> dict:
     if not all(isinstance(law, LawSource) for law in laws):
         tabulated = tabulate_laws(setup)
         return {f"{name}_law": getattr(tabulated, f"{name}_law") for name in names}
+    from .executor import gathers_directly
+
     sources = client.scatter(  # a list is dealt round-robin: one class per worker
         list(laws), hash=False, direct=gathers_directly(client)
     )
