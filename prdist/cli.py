@@ -333,6 +333,9 @@ def _add_synth(sub) -> None:
     add("--seed", type=int, required=True, metavar="S", help="master seed (same seed, same resource)")
     add("--key-offset", dest="key_offset", type=int, default=0, metavar="K",
         help="keys of generation positions K..K+N-1 (default 0): releases given disjoint ranges share no key")
+    add("--judge-accuracy", dest="judge_accuracy", type=float, default=None, metavar="A",
+        help="add a column 'judge': each item's label, flipped with probability 1-A independently (seeded by "
+             "--seed), in (0, 1]; for 'prdist run --judge-column judge' (default: no judge column)")
     add("--out", required=True, metavar="URL", help="destination path or fsspec URL (s3://...); must not exist")
     _add_storage_options(add, "for --out")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: local threads)")
@@ -366,7 +369,7 @@ def _cmd_synth(args) -> int:
     import contextlib
 
     from . import population
-    from ._validation import check_int
+    from ._validation import check_float, check_int
     from .dataflow.cluster import dask_client
     from .dataflow.synth import write_synthetic
 
@@ -376,6 +379,8 @@ def _cmd_synth(args) -> int:
         check_int(args.partitions, name="--partitions", owner=owner, low=1, high=n)
     check_int(args.seed, name="--seed", owner=owner, low=0)
     check_int(args.key_offset, name="--key-offset", owner=owner, low=0, high=2**62 - n)
+    if args.judge_accuracy is not None:
+        check_float(args.judge_accuracy, name="--judge-accuracy", owner=owner, low=0.0, high=1.0, low_open=True)
     storage_options = _storage_options(args)
     count = None if args.model == "discrete" else 2
     classes = {}
@@ -395,6 +400,7 @@ def _cmd_synth(args) -> int:
         resource = write_synthetic(
             model, n=n, out=args.out, partitions=args.partitions, order=args.order, seed=args.seed,
             storage_options=storage_options, client=client, key_offset=args.key_offset,
+            judge_accuracy=args.judge_accuracy,
         )  # fmt: skip
     files = resource.partitions
     print(f"prdist synth: {resource.n:,} items of {model!r}, {resource.order}, {files} file(s)")

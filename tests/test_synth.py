@@ -502,3 +502,17 @@ def test_cli_refuses_an_existing_output(tmp_path, capsys):
     code, _, stderr = run_cli(capsys, "--n", "100", "--seed", "1", "--out", str(out))
     assert code == 2 and "exists already" in stderr
     assert os.listdir(out) == ["precious.txt"]
+
+
+def test_cli_judge_accuracy_adds_a_judge_column_and_refuses_outside_0_1(tmp_path, capsys):
+    import pyarrow.dataset as ds
+
+    out = str(tmp_path / "r")
+    code, _, stderr = run_cli(capsys, "--n", "2000", "--seed", "3", "--judge-accuracy", "0.9", "--out", out)
+    assert (code, stderr) == (0, "")
+    table = ds.dataset(out, format="parquet").to_table(columns=["label", "judge"])
+    agree = (table["label"].to_numpy() == table["judge"].to_numpy()).mean()
+    assert 0.85 < agree < 0.95 and read_synth_metadata(out).judge_accuracy == 0.9
+    for bad in ("0", "1.5"):
+        code, _, stderr = run_cli(capsys, "--n", "10", "--seed", "3", "--judge-accuracy", bad, "--out", out + bad)
+        assert code == 2 and "--judge-accuracy" in stderr and len(stderr.strip().splitlines()) == 1
