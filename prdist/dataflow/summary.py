@@ -138,5 +138,10 @@ def assumptions_doubt(manifest: dict) -> str | None:
 
 
 def awaiting_message(outcome, waiting_for: str) -> str:
-    """The one line that says a run awaits labels: how many ``waiting_for`` and where their task is."""
-    return f"{outcome.missing} {waiting_for} await labels; annotation task at {outcome.task}"
+    """The one line that says a run awaits labels: how many ``waiting_for``, where their task is, and
+    the command that makes the annotators' copy (the run's task keeps rank and score, which bias a
+    verdict, as the run's record)."""
+    task = str(outcome.task)
+    run = task.rsplit("/", 1)[0] if "/" in task else "."
+    return (f"{outcome.missing} {waiting_for} await labels; items at {task} (with rank and score); for annotators: "
+            f"prdist labels export --run {run} --out task.csv")
