@@ -464,7 +464,7 @@ def test_label_studio_export_of_a_comparison_hides_what_the_systems_say(tmp_path
     # Annotated in Label Studio (its JSON export of these tasks), imported: the comparison completes.
     truth = labels.set_index("key")["label"]
     export = [{"id": i, "data": t["data"], "annotations": [{"id": i, "completed_by": 1, "was_cancelled": False,
-               "result": [{"type": "choices", "value": {"choices": ["correct" if truth[t["data"]["key"]] else "incorrect"]}}],
+               "result": [{"from_name": "verdict", "to_name": "field_0", "type": "choices", "value": {"choices": ["correct" if truth[t["data"]["key"]] else "incorrect"]}}],
                "updated_at": "2026-11-25T06:00:00Z"}]} for i, t in enumerate(tasks, start=1)]
     (tmp_path / "export.json").write_text(json.dumps(export))
     import_labels(store, [str(tmp_path / "export.json")])
