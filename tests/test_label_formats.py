@@ -553,3 +553,20 @@ def test_a_time_in_the_future_is_refused_so_a_later_correction_counts(tmp_path):
 def test_label_file_mistakes_are_answered_with_the_fix(tmp_path, name, content, fmt, says):
     code, out, err, store = _import(tmp_path, name, content, "--format", fmt)
     assert code == 2 and says.lower() in err.lower() and len(err.strip().splitlines()) == 1 and "tokenizing" not in err, err
+
+
+def test_mturk_two_answer_objects_for_one_item_are_skipped_and_a_missing_answer_column_is_named(tmp_path):
+    forms = pd.DataFrame({"HITId": ["H1", "H2"], "WorkerId": ["W1", "W1"], "AssignmentStatus": "Submitted", "Input.key": ["a", "b"],
+                          "Answer.taskAnswers": [json.dumps([{"verdict": {"label": "correct"}}, {"verdict": {"label": "incorrect"}}]),
+                                                 json.dumps([{"verdict": {"label": "incorrect"}}])]})
+    code, out, err, store = _import(tmp_path, "forms.csv", forms.to_csv(index=False))
+    assert code == 0 and "skipped: 1 several answers" in out, err
+    assert lookup_labels(store, ["a", "b"]).kinds.tolist() == ["missing", "incorrect"]
+    radio = forms.assign(**{"Answer.taskAnswers": [json.dumps([{"correct": {"on": True}}, {"correct": {"on": True}}]),
+                                                   json.dumps([{"correct": {"on": False}, "incorrect": {"on": True}}])]})
+    code, out, err, store = _import(tmp_path, "radio.csv", radio.to_csv(index=False))
+    assert code == 0 and "skipped: 1 several answers" in out, err
+    gap = pd.DataFrame({"HITId": ["H1"], "WorkerId": ["W1"], "Input.key_1": ["a"], "Input.key_2": ["b"], "Input.key_3": ["c"],
+                        "Answer.label_1": ["correct"], "Answer.label_3": ["incorrect"]})
+    code, out, err, store = _import(tmp_path, "gap.csv", gap.to_csv(index=False))
+    assert code == 2 and "no answer column 'Answer.label_2'" in err, err
