@@ -932,7 +932,7 @@ def _cmd_labels_import(args) -> int:
                             role=args.role)
     role = "" if args.role == "annotator" else f"{args.role} "
     print(f"prdist labels: {summary.labels:,} {role}verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
-          f"({summary.positives:,} correct, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
+          f"({summary.positives:,} correct, {summary.negatives:,} incorrect, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
           f"[{', '.join(dict.fromkeys(summary.formats))}]")
     print(f"skipped: {summary.skipped_text() or 'none'}")
     for note in summary.notes:

@@ -570,3 +570,45 @@ def test_mturk_two_answer_objects_for_one_item_are_skipped_and_a_missing_answer_
                         "Answer.label_1": ["correct"], "Answer.label_3": ["incorrect"]})
     code, out, err, store = _import(tmp_path, "gap.csv", gap.to_csv(index=False))
     assert code == 2 and "no answer column 'Answer.label_2'" in err, err
+
+
+def test_an_import_of_no_verdict_is_refused_naming_why_and_writes_nothing(tmp_path):
+    def reject(tasks):
+        for task in tasks:
+            for ann in task["annotations"]:
+                ann["last_action"] = "rejected"
+
+    def textarea(tasks):
+        for task in tasks:
+            for ann in task["annotations"]:
+                ann["result"] = [{"from_name": "label", "to_name": "text", "type": "textarea", "value": {"text": ["ok"]}}]
+
+    code, out, err, store = _import(tmp_path, "rejected.json", _ls_tasks(reject=reject))
+    assert code == 2 and "no verdict to import (" in err and "rejected" in err and "nothing was written" in err, err
+    assert len(err.strip().splitlines()) == 1 and not list(Path(store).glob("*.parquet"))
+    code, out, err, store = _import(tmp_path, "blank.csv", "key,label\na,\n")
+    assert code == 2 and "no verdict to import (1 blank)" in err, err
+    code, out, err, store = _import(tmp_path, "text.json", _ls_tasks(textarea=textarea))
+    assert code == 2 and "no Choices control holds the verdict; its controls are 'label' (textarea)" in err, err
+    assert not list(Path(store).glob("*.parquet"))
+
+
+def test_a_default_control_name_matches_whatever_its_case(tmp_path):
+    def capitalised(tasks):
+        for task in tasks:
+            for ann in task["annotations"]:
+                for region in ann["result"]:
+                    if region["from_name"] == "verdict":
+                        region["from_name"] = "Verdict"
+
+    tasks = _ls_tasks(blurry=_blurry_first, capitalised=capitalised)
+    assert any(r["from_name"] == "Verdict" for t in tasks for a in t["annotations"] for r in a["result"])
+    code, out, err, store = _import(tmp_path, "export.json", tasks)
+    assert code == 0, err
+    assert lookup_labels(store, list(TEXT)).kinds.to_dict() == EXPECTED
+
+
+def test_the_import_line_counts_every_kind_of_verdict(tmp_path):
+    code, out, err, store = _import(tmp_path, "l.csv", "key,label\na,correct\nb,incorrect\nc,cannot judge\nd,no\n")
+    assert code == 0, err
+    assert "4 verdicts on 4 keys by 1 annotator(s) (1 correct, 2 incorrect, 1 cannot judge) from 1 file(s)" in out, out

@@ -294,8 +294,9 @@ def _pick(names, wanted: str | None, origin: str, what: str) -> str | None:
         raise refusal(origin, None, f"no {what} named {wanted!r}; it has {', '.join(map(repr, names))}",
                       "give --control one of those names")
     for name in VERDICT_NAMES:
-        if name in names:
-            return name
+        named = [n for n in names if n.lower() == name]  # "Verdict" is the one named verdict
+        if len(named) == 1:
+            return named[0]
     if len(names) <= 1:
         return names[0] if names else None
     raise refusal(origin, None, f"{len(names)} {what}s could hold the verdict ({', '.join(map(repr, names))})",
@@ -366,8 +367,12 @@ def _label_studio(content, origin: str, layout: Layout):
         frame = content if isinstance(content, pd.DataFrame) else pd.DataFrame(content)
         return _label_studio_min(frame, origin, layout), [FLAT_NOTE]
     tasks = [_ls_task(task, n, origin) for n, task in enumerate(content, 1)]
-    controls = [region.get("from_name") for n, _, anns in tasks for i, a in enumerate(anns, 1)
-                for region in _ls_regions(a, origin, f"task {n}, annotation {i}") if _is_choices(region)]
+    regions = [region for n, _, anns in tasks for i, a in enumerate(anns, 1) for region in _ls_regions(a, origin, f"task {n}, annotation {i}")]
+    controls = [region.get("from_name") for region in regions if _is_choices(region)]
+    if regions and not controls:
+        others = ", ".join(dict.fromkeys(f"{r.get('from_name')!r} ({r.get('type')})" for r in regions))
+        raise refusal(origin, None, f"no Choices control holds the verdict; its controls are {others}",
+                      "label the verdict with a Choices control (as 'prdist labels export' configures it) and export again")
     control = _pick(controls, layout.control, origin, "Choices control")
     rows = []
     for n, task, anns in tasks:

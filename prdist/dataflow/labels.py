@@ -182,6 +182,11 @@ class ImportSummary:
     skipped: tuple[tuple[str, int], ...] = ()  # (reason, records): blank, draft, rejected, duplicate, ...
     notes: tuple[str, ...] = ()  # what a format cannot carry, what was assumed
 
+    @property
+    def negatives(self) -> int:
+        """The incorrect verdicts: every verdict is correct, incorrect or cannot judge."""
+        return self.labels - self.positives - self.cannot_judge
+
     def skipped_text(self) -> str:
         """The skipped records as one phrase, e.g. "3 blank, 2 draft" ("" when none)."""
         return ", ".join(f"{count:,} {reason}" for reason, count in self.skipped)
@@ -257,6 +262,10 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
     batch = batch.drop_duplicates(["key", "annotator", "time"], keep="last")
     if len(batch) < before:
         skipped["duplicate"] += before - len(batch)
+    if not len(batch):
+        reasons = ", ".join(f"{count:,} {reason}" for reason, count in skipped.most_common()) or "no records"
+        raise DataError(f"{', '.join(map(str, files))}: no verdict to import ({reasons}), so nothing was written. "
+                        "Import an export of answered, accepted tasks, or name the verdict's question with --control.")
     if resource is not None:
         url, missing = keys_missing_from(resource, batch["key"], storage_options=storage_options, key=key, score=score)
         if len(missing):
