@@ -229,7 +229,7 @@ def test_a_json_score_holding_numbers_and_text_is_refused_but_csv_scores_are_tex
     (tmp_path / "in.jsonl").write_text('{"key": "a", "score": 0.9}\n{"key": "b", "score": "0.4"}\n')
     code, out, err = cli("ingest", str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "out"), "--score", "score", "--key", "key")
     assert code == 2 and out == "" and not (tmp_path / "out").exists()
-    assert err.splitlines() == [f"prdist: error: {tmp_path / 'in.jsonl'}, field 'score': a number at line 1 but text at line 2; "
+    assert err.splitlines() == [f"prdist: error: {tmp_path / 'in.jsonl'}, field 'score': a number at line 1 but a number in quotes (text) at line 2; "
                                 "write every score as a number (without quotes)."]
     (tmp_path / "in.csv").write_text("key,score\na,0.9\nb,0.4\n")
     result = ingest([tmp_path / "in.csv"], str(tmp_path / "out-csv"), IngestSpec(score="score", keys=("key",)))

@@ -286,8 +286,8 @@ def _value_kind(value) -> str:
 def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines, *, numeric: str) -> None:
     """Refuse a JSON field holding values of two kinds (numbers and text, ...) and integers beyond
     int64, naming the field and the lines: Arrow, and the key, can hold neither. The ``numeric``
-    field (the score) is refused only for numbers mixed with text: other kinds in it (true/false, a
-    list, ...) are refused as scores afterwards."""
+    field (the score) is refused here only for numbers mixed with numbers in quotes: other text and
+    kinds in it (true/false, a list, ...) are refused as scores afterwards."""
     for name in frame.columns:
         column = frame[name]
         if column.dtype != object:
@@ -304,7 +304,11 @@ def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines, *, numeri
         kinds = {}
         for line, value in values.items():
             kinds.setdefault("a number" if "number" in _value_kind(value) else _value_kind(value), line)
-        mixed = list(kinds.items()) if name != numeric else [(k, at) for k, at in kinds.items() if k in ("a number", "text")]
+        if name == numeric:  # other text in the score is a bad row, refused afterwards
+            quoted = [line for line, v in values.items() if isinstance(v, str) and np.isfinite(pd.to_numeric(v, errors="coerce"))]
+            mixed = [("a number", kinds["a number"]), ("a number in quotes (text)", quoted[0])] if "a number" in kinds and quoted else []
+        else:
+            mixed = list(kinds.items())
         if len(mixed) > 1:
             (first, at), (second, then) = mixed[:2]
             found = lines(np.array([at, then]))
