@@ -938,7 +938,7 @@ def _cmd_labels_import(args) -> int:
                             role=args.role)
     role = "" if args.role == "annotator" else f"{args.role} "
     print(f"prdist labels: {summary.labels:,} {role}verdicts on {summary.keys:,} keys by {summary.annotators:,} annotator(s) "
-          f"({summary.positives:,} correct, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
+          f"({summary.positives:,} correct, {summary.negatives:,} incorrect, {summary.cannot_judge:,} cannot judge) from {len(summary.files)} file(s) "
           f"[{', '.join(dict.fromkeys(summary.formats))}]")
     print(f"skipped: {summary.skipped_text() or 'none'}")
     for note in summary.notes:
@@ -961,9 +961,11 @@ def _cmd_labels_export(args) -> int:
         raise InputError("--join-columns names the columns of a --join file: give --join FILE too, or leave it out.")
     joins = [] if args.join is None else [(_text_table(args.join, args.join_columns, "--join-columns", options), args.join)]
     run = newest_run(args.run, storage_options=options)
-    count = write_annotation_file(run, args.out, storage_options=options, fmt=args.fmt, show_score=args.show_score,
-                                  joins=joins)
-    print(_shown(f"prdist labels: {count:,} item(s) to annotate, from the run {run}"))
+    done = write_annotation_file(run, args.out, storage_options=options, fmt=args.fmt, show_score=args.show_score,
+                                 joins=joins)
+    print(_shown(f"prdist labels: {done.items:,} item(s) to annotate, from the run {run}"))
+    if done.unjoined:
+        print(_shown(f"prdist labels: {done.unjoined:,} of them without joined text (no --join row matches them)"))
     print(_shown(args.out))
     return EXIT_OK
 
@@ -975,7 +977,7 @@ def _text_table(url: str, names: str | None, option: str, storage_options):
     columns = None if names is None else tuple(c.strip() for c in names.split(","))
     if columns is not None and (not all(columns) or len(set(columns)) < len(columns)):
         raise InputError(f"{option} must name distinct columns separated by commas, e.g. 'id,text'. Got {names!r}.")
-    return read_text_table(url, columns=columns, storage_options=storage_options)
+    return read_text_table(url, columns=columns, storage_options=storage_options, option=option)
 
 
 def _cmd_labels_fill(args) -> int:

@@ -208,3 +208,29 @@ def test_inputs_and_output_on_s3_in_memory_and_on_a_cluster(tmp_path, s3_server,
         assert table["key"].to_pylist() == expected
     left = [p for p in fs.ls(s3_url[len("s3://"):], refresh=True) if "prdist-ingest" in p]
     assert [fs.find(p) for p in left] == []  # staging removed
+
+
+def test_an_empty_key_is_refused_in_every_format_with_its_line_and_nothing_is_written(tmp_path):
+    rows = [{"key": "a", "score": 0.9}, {"key": "", "score": 0.5}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = cli("ingest", str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "out"), "--score", "score", "--key", "key")
+    assert code == 2 and out == "" and not (tmp_path / "out").exists()
+    assert err.splitlines() == [f"prdist: error: {tmp_path / 'in.jsonl'}, line(s) 2: an empty key (an annotator could not name the item); "
+                                "give those items keys, or drop them."]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet")
+    (tmp_path / "in.csv").write_text('key,score\na,0.9\n"",0.5\n')
+    for name, message in (("in.parquet", "an empty key"), ("in.csv", "a missing key")):
+        with pytest.raises(DataError, match=message):
+            ingest([tmp_path / name], str(tmp_path / f"out-{name}"), IngestSpec(score="score", keys=("key",)))
+        assert not (tmp_path / f"out-{name}").exists()
+
+
+def test_a_json_score_holding_numbers_and_text_is_refused_but_csv_scores_are_text_by_nature(tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"key": "a", "score": 0.9}\n{"key": "b", "score": "0.4"}\n')
+    code, out, err = cli("ingest", str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "out"), "--score", "score", "--key", "key")
+    assert code == 2 and out == "" and not (tmp_path / "out").exists()
+    assert err.splitlines() == [f"prdist: error: {tmp_path / 'in.jsonl'}, field 'score': a number at line 1 but a number in quotes (text) at line 2; "
+                                "write every score as a number (without quotes)."]
+    (tmp_path / "in.csv").write_text("key,score\na,0.9\nb,0.4\n")
+    result = ingest([tmp_path / "in.csv"], str(tmp_path / "out-csv"), IngestSpec(score="score", keys=("key",)))
+    assert result.rows == 2

@@ -553,3 +553,62 @@ def test_a_time_in_the_future_is_refused_so_a_later_correction_counts(tmp_path):
 def test_label_file_mistakes_are_answered_with_the_fix(tmp_path, name, content, fmt, says):
     code, out, err, store = _import(tmp_path, name, content, "--format", fmt)
     assert code == 2 and says.lower() in err.lower() and len(err.strip().splitlines()) == 1 and "tokenizing" not in err, err
+
+
+def test_mturk_two_answer_objects_for_one_item_are_skipped_and_a_missing_answer_column_is_named(tmp_path):
+    forms = pd.DataFrame({"HITId": ["H1", "H2"], "WorkerId": ["W1", "W1"], "AssignmentStatus": "Submitted", "Input.key": ["a", "b"],
+                          "Answer.taskAnswers": [json.dumps([{"verdict": {"label": "correct"}}, {"verdict": {"label": "incorrect"}}]),
+                                                 json.dumps([{"verdict": {"label": "incorrect"}}])]})
+    code, out, err, store = _import(tmp_path, "forms.csv", forms.to_csv(index=False))
+    assert code == 0 and "skipped: 1 several answers" in out, err
+    assert lookup_labels(store, ["a", "b"]).kinds.tolist() == ["missing", "incorrect"]
+    radio = forms.assign(**{"Answer.taskAnswers": [json.dumps([{"correct": {"on": True}}, {"correct": {"on": True}}]),
+                                                   json.dumps([{"correct": {"on": False}, "incorrect": {"on": True}}])]})
+    code, out, err, store = _import(tmp_path, "radio.csv", radio.to_csv(index=False))
+    assert code == 0 and "skipped: 1 several answers" in out, err
+    gap = pd.DataFrame({"HITId": ["H1"], "WorkerId": ["W1"], "Input.key_1": ["a"], "Input.key_2": ["b"], "Input.key_3": ["c"],
+                        "Answer.label_1": ["correct"], "Answer.label_3": ["incorrect"]})
+    code, out, err, store = _import(tmp_path, "gap.csv", gap.to_csv(index=False))
+    assert code == 2 and "no answer column 'Answer.label_2'" in err, err
+
+
+def test_an_import_of_no_verdict_is_refused_naming_why_and_writes_nothing(tmp_path):
+    def reject(tasks):
+        for task in tasks:
+            for ann in task["annotations"]:
+                ann["last_action"] = "rejected"
+
+    def textarea(tasks):
+        for task in tasks:
+            for ann in task["annotations"]:
+                ann["result"] = [{"from_name": "label", "to_name": "text", "type": "textarea", "value": {"text": ["ok"]}}]
+
+    code, out, err, store = _import(tmp_path, "rejected.json", _ls_tasks(reject=reject))
+    assert code == 2 and "no verdict to import (" in err and "rejected" in err and "nothing was written" in err, err
+    assert len(err.strip().splitlines()) == 1 and not list(Path(store).glob("*.parquet"))
+    code, out, err, store = _import(tmp_path, "blank.csv", "key,label\na,\n")
+    assert code == 2 and "no verdict to import (1 blank)" in err, err
+    code, out, err, store = _import(tmp_path, "text.json", _ls_tasks(textarea=textarea))
+    assert code == 2 and "no Choices control holds the verdict; its controls are 'label' (textarea)" in err, err
+    assert not list(Path(store).glob("*.parquet"))
+
+
+def test_a_default_control_name_matches_whatever_its_case(tmp_path):
+    def capitalised(tasks):
+        for task in tasks:
+            for ann in task["annotations"]:
+                for region in ann["result"]:
+                    if region["from_name"] == "verdict":
+                        region["from_name"] = "Verdict"
+
+    tasks = _ls_tasks(blurry=_blurry_first, capitalised=capitalised)
+    assert any(r["from_name"] == "Verdict" for t in tasks for a in t["annotations"] for r in a["result"])
+    code, out, err, store = _import(tmp_path, "export.json", tasks)
+    assert code == 0, err
+    assert lookup_labels(store, list(TEXT)).kinds.to_dict() == EXPECTED
+
+
+def test_the_import_line_counts_every_kind_of_verdict(tmp_path):
+    code, out, err, store = _import(tmp_path, "l.csv", "key,label\na,correct\nb,incorrect\nc,cannot judge\nd,no\n")
+    assert code == 0, err
+    assert "4 verdicts on 4 keys by 1 annotator(s) (1 correct, 2 incorrect, 1 cannot judge) from 1 file(s)" in out, out

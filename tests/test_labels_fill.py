@@ -25,7 +25,7 @@ def awaiting(tmp_path_factory):
     (root / "resource").mkdir()
     frame.to_parquet(root / "resource" / "part-0.parquet", index=False)
     (root / "sentences.txt").write_text("".join(f"{i:03d}\tSentence number {i} .\n" for i in range(20)))
-    argv = ["run", "--resource", str(root / "resource"), "--labels", str(root / "store"), "--out", str(root / "runs")]
+    argv = ["run", "--resource", str(root / "resource"), "--out", str(root / "runs")]
     assert main(argv) == 3
     return root, frame
 
@@ -96,6 +96,11 @@ def test_fill_reads_and_writes_json_lines_and_an_empty_task(awaiting, tmp_path, 
         (["--from-columns", "verdict,sentence,arg1"], "yes\t000\t=arg 0\n", "no column 'label' holds the verdicts"),
         (["--from-columns", "label,nothing"], "yes\t000\n", "share none with the task's"),
         (["--from-columns", "label,label"], "yes\t000\n", "--from-columns must name distinct columns"),
+        (["--from-columns", "label,arg1,sentence", "--rest", "cannot judge"], "yes\t000\t=arg 0\n",
+         "no row matches any of the task's 60 item(s) on arg1, sentence (compared as text); check that --from-columns"),
+        (["--from-columns", "label,sentence,arg1"], "yes\t999\t=arg 0\n", "no row matches any of the task's 60 item(s)"),
+        (["--from-columns", "label,sentence", "--rest", "skip"], "yes\t000\t=arg 0\n",
+         "its rows hold 3 field(s) but --from-columns names 2 column(s); name one column per field with --from-columns"),
     ],
 )
 def test_fill_refuses_in_one_line_and_writes_nothing(awaiting, tmp_path, capsys, args, truth, message):
@@ -115,3 +120,21 @@ def test_export_refuses_a_root_without_runs(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["labels", "export", "--run", str(tmp_path / "empty"), "--out", str(tmp_path / "t.csv")]) == 2
     assert "is not a committed run directory (no manifest.json) nor a root" in capsys.readouterr().err
+
+
+def test_export_refuses_a_join_that_matches_no_item_and_counts_the_items_it_misses(awaiting, tmp_path, capsys):
+    root, _ = awaiting
+    (tmp_path / "half.txt").write_text("".join(f"{i:03d}\tSentence number {i} .\n" for i in range(10)))
+    capsys.readouterr()
+    argv = ["labels", "export", "--run", str(root / "runs"), "--out", str(tmp_path / "task.csv"), "--join", str(tmp_path / "half.txt")]
+    assert main([*argv, "--join-columns", "sentence,sentence_text"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "prdist labels: 30 of them without joined text (no --join row matches them)"
+    assert main([*argv, "--join-columns", "sentence_text,sentence", "--out", str(tmp_path / "none.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no row matches any of the task's 60 item(s) on sentence (compared as text)" in err[0], err
+    assert not (tmp_path / "none.csv").exists()
+    (tmp_path / "done").mkdir()  # a committed run with nothing to annotate
+    (tmp_path / "done" / "manifest.json").write_text("{}")
+    assert main(["labels", "export", "--run", str(tmp_path / "done"), "--out", str(tmp_path / "t.csv"), "--join",
+                 str(tmp_path / "half.txt"), "--join-columns", "sentence,sentence_text"]) == 2
+    assert "has no item to annotate, so --join has nothing to join" in capsys.readouterr().err

@@ -286,7 +286,8 @@ def _value_kind(value) -> str:
 def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines, *, numeric: str) -> None:
     """Refuse a JSON field holding values of two kinds (numbers and text, ...) and integers beyond
     int64, naming the field and the lines: Arrow, and the key, can hold neither. The ``numeric``
-    field (the score) may mix kinds: what is not a number in it is a bad row."""
+    field (the score) is refused here only for numbers mixed with numbers in quotes: other text and
+    kinds in it (true/false, a list, ...) are refused as scores afterwards."""
     for name in frame.columns:
         column = frame[name]
         if column.dtype != object:
@@ -303,10 +304,16 @@ def _check_column_kinds(frame: pd.DataFrame, where: str, lines: Lines, *, numeri
         kinds = {}
         for line, value in values.items():
             kinds.setdefault("a number" if "number" in _value_kind(value) else _value_kind(value), line)
-        if len(kinds) > 1 and name != numeric:
-            (first, at), (second, then) = list(kinds.items())[:2]
+        if name == numeric:  # other text in the score is a bad row, refused afterwards
+            quoted = [line for line, v in values.items() if isinstance(v, str) and np.isfinite(pd.to_numeric(v, errors="coerce"))]
+            mixed = [("a number", kinds["a number"]), ("a number in quotes (text)", quoted[0])] if "a number" in kinds and quoted else []
+        else:
+            mixed = list(kinds.items())
+        if len(mixed) > 1:
+            (first, at), (second, then) = mixed[:2]
             found = lines(np.array([at, then]))
             raise refusal(where, f"field {terminal_text(repr(name))}", f"{first} at line {found[0]} but {second} at line {found[1]}",
+                          "write every score as a number (without quotes)" if name == numeric else
                           "write one kind of value per field (e.g. every key in quotes), or drop the field")
 
 
@@ -370,6 +377,10 @@ def _keyed(frame: pd.DataFrame, spec: IngestSpec, where: str, lines: Lines = _sa
         at = lines(frame.index.to_numpy()[bad])
         what = "a missing key field, a key field holding '|', or a score that is not a finite number" if len(parts) > 1 else "a missing key or a score that is not a finite number"
         raise refusal(where, None, f"{at.size} bad row(s) ({what}) at line(s) {_shown(at)}", "fix or drop them and ingest again")
+    if key.dtype.kind not in "iu" and (empty := (key == "").to_numpy()).any():
+        at = lines(frame.index.to_numpy()[empty])
+        raise refusal(where, f"line(s) {_shown(at)}", "an empty key (an annotator could not name the item)",
+                      "give those items keys, or drop them")
     _check_keys(frame, spec, where, lines)
     rest = frame.drop(columns=[spec.score, *([] if len(parts) > 1 else list(spec.keys))])
     return pd.concat([pd.DataFrame({"key": key.to_numpy(), "score": score}, index=frame.index), rest], axis=1)

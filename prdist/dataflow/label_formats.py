@@ -33,7 +33,8 @@ MTurk batch results CSV
     each answered by ``Answer.<control>_i``), the answer ``Answer.<control>`` (``--control``, else
     the preferred names, else the only answer), or the crowd-form ``Answer.taskAnswers`` JSON (its
     ``<control>`` field: a word, ``{"label": word}`` or radio buttons ``{option: {"on": true}}``);
-    ``WorkerId``, ``SubmitTime``. Rejected assignments are left out (reported).
+    ``WorkerId``, ``SubmitTime``. Rejected assignments are left out (reported), and so is an item
+    that several of the row's answer objects answer (``several answers``: never guessed between).
 Prodigy db-out JSONL
     one task per line. Key: ``key``, else ``meta.key`` (``--key-field`` for another path, e.g.
     ``_input_hash``). ``answer``: accept / reject / ignore (= cannot judge). A choice task
@@ -84,6 +85,7 @@ CANCELLED = "cannot judge"
 DRAFT, REJECTED, SEVERAL = "draft", "rejected", "several choices"
 NO_ANSWER, SUPERSEDED = "no answer to the verdict question", "superseded by ground truth"
 NO_OPTION, REJECTED_CHOICE = "no single option selected", "choice task rejected"
+SEVERAL_ANSWERS = "several answers"
 FLAT_NOTE = ("Label Studio JSON-MIN and CSV exports carry no skipped tasks, drafts or reviews: items every annotator "
              "skipped are missing, not cannot judge; import the JSON export to count them")
 NO_STATUS_NOTE = ("the Argilla export has no status on {n} response(s) (the 2.x SDK's records.to_json writes none): "
@@ -292,8 +294,9 @@ def _pick(names, wanted: str | None, origin: str, what: str) -> str | None:
         raise refusal(origin, None, f"no {what} named {wanted!r}; it has {', '.join(map(repr, names))}",
                       "give --control one of those names")
     for name in VERDICT_NAMES:
-        if name in names:
-            return name
+        named = [n for n in names if n.lower() == name]  # "Verdict" is the one named verdict
+        if len(named) == 1:
+            return named[0]
     if len(names) <= 1:
         return names[0] if names else None
     raise refusal(origin, None, f"{len(names)} {what}s could hold the verdict ({', '.join(map(repr, names))})",
@@ -364,8 +367,12 @@ def _label_studio(content, origin: str, layout: Layout):
         frame = content if isinstance(content, pd.DataFrame) else pd.DataFrame(content)
         return _label_studio_min(frame, origin, layout), [FLAT_NOTE]
     tasks = [_ls_task(task, n, origin) for n, task in enumerate(content, 1)]
-    controls = [region.get("from_name") for n, _, anns in tasks for i, a in enumerate(anns, 1)
-                for region in _ls_regions(a, origin, f"task {n}, annotation {i}") if _is_choices(region)]
+    regions = [region for n, _, anns in tasks for i, a in enumerate(anns, 1) for region in _ls_regions(a, origin, f"task {n}, annotation {i}")]
+    controls = [region.get("from_name") for region in regions if _is_choices(region)]
+    if regions and not controls:
+        others = ", ".join(dict.fromkeys(f"{r.get('from_name')!r} ({r.get('type')})" for r in regions))
+        raise refusal(origin, None, f"no Choices control holds the verdict; its controls are {others}",
+                      "label the verdict with a Choices control (as 'prdist labels export' configures it) and export again")
     control = _pick(controls, layout.control, origin, "Choices control")
     rows = []
     for n, task, anns in tasks:
@@ -503,7 +510,7 @@ def _mturk(frame: pd.DataFrame, origin: str, layout: Layout):
         raise refusal(origin, None, f"no 'Input.{name}' column (nor Input.{name}_1, ...)",
                       "name the HIT's key input 'key', or give --key-field the input that holds it")
     forms = "Answer.taskAnswers" in frame.columns
-    answers = _crowd_answers(frame, origin) if forms else None
+    answers, repeated = _crowd_answers(frame, origin) if forms else (None, None)
     control = _mturk_control(frame.columns, answers, layout.control, items, origin)
     rejected = frame["AssignmentStatus"].fillna("").to_numpy() == "Rejected" if "AssignmentStatus" in frame else np.zeros(len(frame), bool)
     workers = frame["WorkerId"].to_numpy(dtype=object) if "WorkerId" in frame else [None] * len(frame)
@@ -517,6 +524,8 @@ def _mturk(frame: pd.DataFrame, origin: str, layout: Layout):
                 continue  # a HIT with fewer items than the widest one
             if answers is None:
                 value, why = frame[f"Answer.{control}{suffix}"].iloc[i], None
+            elif _answered_twice(repeated[i], control, suffix):
+                value, why = None, SEVERAL_ANSWERS
             else:
                 value, why = _crowd_value(answers[i], control, suffix, origin, f"row {i + 1}")
             rows.append(_row(i + 1, key, value, workers[i], times[i], REJECTED if rejected[i] else why))
@@ -541,24 +550,38 @@ def _mturk_control(columns, answers, wanted, items, origin):
     if answers is not None and wanted is None and bases and all(_radio(a, n) for a in answers for n in a):
         return None  # radio buttons named by option: the one that is on is the verdict
     control = _pick(sorted(bases), wanted, origin, "answer")
-    if answers is None and not all(f"Answer.{control}{s}" in columns for s in items):
-        raise refusal(origin, None, f"no answer column 'Answer.{control}{items[0]}'",
+    missing = [f"Answer.{control}{s}" for s in items if f"Answer.{control}{s}" not in columns]
+    if answers is None and missing:
+        raise refusal(origin, None, f"no answer column {missing[0]!r}",
                       "name the verdict's answer with --control (the HIT's form field name)")
     return control
 
 
-def _crowd_answers(frame: pd.DataFrame, origin: str) -> list[dict]:
-    """The crowd-form answers: ``Answer.taskAnswers`` holds a JSON list of one object per row."""
-    out = []
+def _crowd_answers(frame: pd.DataFrame, origin: str) -> tuple[list[dict], list[set]]:
+    """The crowd-form answers: ``Answer.taskAnswers`` holds a JSON list of one object per row; with
+    the names that several of a row's objects answer (never guessed between: see :func:`_answered_twice`)."""
+    out, repeated = [], []
     for i, text in enumerate(frame["Answer.taskAnswers"].fillna("[]"), start=1):
         value = json_document(text, f"{origin}, row {i}, column Answer.taskAnswers")
         value = expect(value, (list, dict), origin, f"row {i}, column Answer.taskAnswers", "export the batch results again")
         value = value if isinstance(value, list) else [value]
         merged: dict = {}
+        twice: set = set()
         for part in value:
-            merged.update(expect(part, dict, origin, f"row {i}, column Answer.taskAnswers", "export the batch results again"))
+            part = expect(part, dict, origin, f"row {i}, column Answer.taskAnswers", "export the batch results again")
+            twice.update(merged.keys() & part.keys())
+            merged.update(part)
         out.append(merged)
-    return out
+        repeated.append(twice)
+    return out, repeated
+
+
+def _answered_twice(twice: set, control, suffix: str) -> bool:
+    """Whether several answer objects of a row answer this item's verdict question (any option of
+    radio buttons named by option when ``control`` is None)."""
+    if control is None:
+        return any(not suffix or n.endswith(suffix) for n in twice)
+    return f"{control}{suffix}" in twice
 
 
 def _radio(answer: dict, name) -> bool:

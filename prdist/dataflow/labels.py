@@ -48,6 +48,7 @@ from .storage import (check_regular_file, exists, filesystem, join_url, modified
 
 __all__ = [
     "LabelLookup",
+    "ExportSummary",
     "FillSummary",
     "export_annotation_task",
     "fill_task",
@@ -181,6 +182,11 @@ class ImportSummary:
     skipped: tuple[tuple[str, int], ...] = ()  # (reason, records): blank, draft, rejected, duplicate, ...
     notes: tuple[str, ...] = ()  # what a format cannot carry, what was assumed
 
+    @property
+    def negatives(self) -> int:
+        """The incorrect verdicts: every verdict is correct, incorrect or cannot judge."""
+        return self.labels - self.positives - self.cannot_judge
+
     def skipped_text(self) -> str:
         """The skipped records as one phrase, e.g. "3 blank, 2 draft" ("" when none)."""
         return ", ".join(f"{count:,} {reason}" for reason, count in self.skipped)
@@ -256,6 +262,10 @@ def import_labels(store: str, files, *, storage_options=None, source: str | None
     batch = batch.drop_duplicates(["key", "annotator", "time"], keep="last")
     if len(batch) < before:
         skipped["duplicate"] += before - len(batch)
+    if not len(batch):
+        reasons = ", ".join(f"{count:,} {reason}" for reason, count in skipped.most_common()) or "no records"
+        raise DataError(f"{', '.join(map(str, files))}: no verdict to import ({reasons}), so nothing was written. "
+                        "Import an export of answered, accepted tasks, or name the verdict's question with --control.")
     if resource is not None:
         url, missing = keys_missing_from(resource, batch["key"], storage_options=storage_options, key=key, score=score)
         if len(missing):
@@ -492,9 +502,18 @@ _SCORE_COLUMNS = ("rank", "score")
 CHOICES = ("correct", "incorrect", "cannot judge")
 
 
+@dataclass(frozen=True)
+class ExportSummary:
+    """What :func:`write_annotation_file` wrote: items in the task, and how many of them no
+    ``--join`` row matched (their joined columns are blank)."""
+
+    items: int
+    unjoined: int
+
+
 def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: str | None = None,
-                          show_score: bool = False, joins=()) -> int:
-    """Write a run's annotation task to ``out`` for annotators; return its item count.
+                          show_score: bool = False, joins=()) -> ExportSummary:
+    """Write a run's annotation task to ``out`` for annotators; return what it holds.
 
     ``fmt`` is csv, jsonl, parquet or label-studio (default: from the suffix of ``out``; .json
     means label-studio). Label Studio gets tasks ``{"data": {key, every item column}}`` and, beside
@@ -503,9 +522,10 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
     unless ``show_score``, because it biases the verdict: score and rank of a ``prdist run``, and
     of a ``prdist compare`` each system's ``score_<system>``, the ``systems`` that output the item
     and its ``draws`` (which follow the scores under top-k and score-power sampling). A run with
-    nothing to annotate writes an empty task with the same columns. ``joins`` holds ``(table,
-    origin)`` pairs (:func:`read_text_table`): each adds its other columns to the items whose values
-    in the columns it shares with the task match, e.g. a sentence's text by its id. Every column
+    nothing to annotate writes an empty task with the same columns (and refuses ``joins``). ``joins``
+    holds ``(table, origin)`` pairs (:func:`read_text_table`): each adds its other columns to the
+    items whose values in the columns it shares with the task match, e.g. a sentence's text by its
+    id (a table that matches no item is refused). Every column
     keeps its type (the run's JSON Lines task is read: an id "455" stays text).
     """
     fs, task_path = filesystem(join_url(run_dir, "annotation_task.csv"), storage_options)
@@ -520,8 +540,12 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
         pd.DataFrame(columns=["rank", "key", "score", "label"])
     if not show_score:
         task = task.drop(columns=[c for c in _biasing_columns(run_fs, manifest_path, run_dir) if c in task.columns])
+    if joins and not len(task):
+        raise InputError(f"The run {run_dir} has no item to annotate, so --join has nothing to join; leave --join out.")
+    unjoined = np.zeros(len(task), bool)
     for table, origin in joins:
-        task = _join_on_shared_columns(task, table, origin, what="--join")
+        task, unmatched = _join_on_shared_columns(task, table, origin, what="--join")
+        unjoined |= unmatched
     task = task[[c for c in task.columns if c != "label"] + ["label"]]  # the column to fill comes last
     target = resolve(out, storage_options=storage_options)
     check_regular_file(target.fs, target.path, where=target, role="annotation file")  # replaced only if a file
@@ -532,7 +556,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
         config = label_studio_config(list(items.columns)).encode("utf-8")
         publish(resolve(out + ".xml", storage_options=storage_options), lambda fh: fh.write(config), exclusive=False)
         publish(target, lambda fh: fh.write(payload), exclusive=False)
-        return len(task)
+        return ExportSummary(items=len(task), unjoined=int(unjoined.sum()))
 
     def write(fh):
         if fmt == "csv":
@@ -543,7 +567,7 @@ def write_annotation_file(run_dir: str, out: str, *, storage_options=None, fmt: 
             pq.write_table(pa.Table.from_pandas(task.astype({"label": "string"}), preserve_index=False), fh)
 
     publish(target, write, exclusive=False)  # whole or not at all
-    return len(task)
+    return ExportSummary(items=len(task), unjoined=int(unjoined.sum()))
 
 
 def _run_task(run_dir: str, storage_options) -> pd.DataFrame:
@@ -574,10 +598,10 @@ def newest_run(runs: str, *, storage_options=None) -> str:
     return join_url(runs, posixpath.basename(posixpath.dirname(newest)))
 
 
-def read_text_table(url: str, *, columns=None, storage_options=None) -> pd.DataFrame:
+def read_text_table(url: str, *, columns=None, storage_options=None, option: str = "the column names") -> pd.DataFrame:
     """A CSV (``.csv``) or tab-separated file (any other name, e.g. ReVerb's ``sentences.txt``) as
-    text columns; ``columns`` names them when the file has no header row (a row of more fields is
-    refused at its line)."""
+    text columns; ``columns`` (given as ``option``) names them when the file has no header row: a
+    first row of another number of fields is refused, and so is a later row of more fields, at its line."""
     fs, path = filesystem(url, storage_options)
     if check_regular_file(fs, path, where=url, role="file") is None:
         raise InputError(f"{url!r} does not exist. Check the path.")
@@ -585,16 +609,21 @@ def read_text_table(url: str, *, columns=None, storage_options=None) -> pd.DataF
     header = None if columns else "infer"
     with storage_errors(url, action="read"), fs.open(path, "rb") as fh, \
             gate(url, "give a CSV (.csv) or tab-separated file, and its column names when it has no header row"):
-        frame = pd.read_csv(fh, sep=sep, header=header, names=list(columns) if columns else None, dtype=str,
-                            keep_default_na=False, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL,
-                            index_col=False)
+        frame = pd.read_csv(fh, sep=sep, header=header, dtype=str, keep_default_na=False,
+                            quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL, index_col=False)
+    if columns and frame.shape[1] != len(columns):
+        raise refusal(url, None, f"its rows hold {frame.shape[1]} field(s) but {option} names {len(columns)} column(s)",
+                      f"name one column per field with {option}, in the file's order")
+    if columns:
+        frame.columns = list(columns)
     return frame
 
 
 def _join_on_shared_columns(task: pd.DataFrame, table: pd.DataFrame, origin: str, *, what: str,
-                            exclude=()) -> pd.DataFrame:
+                            exclude=()) -> tuple[pd.DataFrame, np.ndarray]:
     """``task`` with ``table``'s other columns added where the values of their shared columns match
-    (compared as text; each combination must occur once in ``table``, up to identical rows)."""
+    (compared as text; each combination must occur once in ``table``, up to identical rows), and
+    which of its items no row matches. A table that matches no item of a task is refused."""
     shared = [c for c in table.columns if c in task.columns and c not in exclude]
     if not shared:
         raise InputError(f"{what} {origin}: its columns ({', '.join(map(str, table.columns))}) share none with the task's "
@@ -607,8 +636,13 @@ def _join_on_shared_columns(task: pd.DataFrame, table: pd.DataFrame, origin: str
                       f"(first: {first})", f"keep one row per {', '.join(shared)}")
     added = [c for c in table.columns if c not in shared]
     keys = task[shared].astype(str)
-    joined = keys.merge(table, on=shared, how="left")
-    return task.assign(**{c: joined[c].to_numpy() for c in added})
+    joined = keys.merge(table, on=shared, how="left", indicator="_matched")
+    unmatched = (joined["_matched"] == "left_only").to_numpy()
+    if len(task) and unmatched.all():
+        raise refusal(f"{what} {origin}", None, f"no row matches any of the task's {len(task):,} item(s) on "
+                      f"{', '.join(shared)} (compared as text)",
+                      f"check that {what}-columns names the file's columns in their order, and that it holds these items")
+    return task.assign(**{c: joined[c].to_numpy() for c in added}), unmatched
 
 
 @dataclass(frozen=True)
@@ -640,7 +674,7 @@ def fill_task(task_url: str, out: str, *, source=None, label: str = "label", res
     if source:
         table, origin = source
         truth = _join_on_shared_columns(task.drop(columns="label"), table.rename(columns={label: "_verdict"}), origin,
-                                        what="--from", exclude=("score", "rank"))["_verdict"]
+                                        what="--from", exclude=("score", "rank"))[0]["_verdict"]
         take = empty & truth.notna().to_numpy()
         task.loc[take, "label"] = truth[take]
         found, empty = int(take.sum()), empty & ~take
