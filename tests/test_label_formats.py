@@ -472,7 +472,9 @@ def test_argilla_drafts_are_not_verdicts_discarded_is_cannot_judge_and_a_missing
     assert code == 0, err
     assert "skipped: 1 draft" in out and "no status" not in out
     found = lookup_labels(store, ["101", "102"])
-    assert found.kinds.tolist() == ["disputed", "incorrect"]  # u1 correct vs u3 cannot judge; u2's draft is out
+    # u1 correct, u3 cannot judge (which never votes against a verdict): correct; u2's draft (incorrect)
+    # is out, else the key would be disputed
+    assert found.kinds.tolist() == ["correct", "incorrect"]
     code, out, err, store = _import(tmp_path, "records.json", _argilla_records(statuses=False))
     assert code == 0, err
     assert "skipped: 1 blank" in out and "note: records.json: the Argilla export has no status on 5 response(s)" in out
