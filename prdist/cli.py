@@ -1220,6 +1220,13 @@ def _cmd_history(args) -> int:
     for row in changed.itertuples():
         print(f"  {terminal_text(row.series)}: run {terminal_text(row.run_id)} at rank {row.rank:,}: {row.change} "
               f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
+    from .dataflow.history import judge_lines  # kq30: what gold-audited releases certify, the judge's drift
+
+    lines, drifts = judge_lines(out, storage_options=options)
+    for line in lines:
+        print(terminal_text(line))
+    for line in drifts:
+        print(f"prdist: warning: {terminal_text(line)}", file=sys.stderr)
     from flows._runner import may_have_api
 
     if may_have_api():  # prdist.precision.changed for each series' newest release, with a Prefect API

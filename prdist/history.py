@@ -17,6 +17,26 @@ certainly higher in the reverse case ("up"). Overlapping intervals say nothing.
   many releases come and however often the history is read (the split does not depend on how
   many there will be, and a release's level never changes once it has its place).
 
+What a release's bounds certify: the precision as its verdicts say it, or, for a run whose
+gold audit is complete (``certifies: "gold"`` in its manifest), the precision as gold says it
+(:func:`prdist.known_quality.gold_bounds`). A change is claimed only between two releases that
+certify the same thing.
+
+The judge across releases. A release with a judge and a gold audit records the judge's
+agreement with gold on the audited items (``verdict_quality.judge``: true and false positives
+and negatives). Its sensitivity and specificity there get Clopper-Pearson intervals
+(:func:`judge_rates`), each at level ``1 - delta_k / 2`` - the release's budget split between
+its two rates - so that every interval of every release of a series holds at once with
+probability at least ``1 - delta``. The judge *drifts* between a release and the previous one
+that has such intervals when the intervals of its sensitivity, or of its specificity, are
+disjoint (:func:`judge_drift`): then, when all those intervals hold, the judge's rate on the
+two releases' planned items differs. The intervals treat the audited gold positives (negatives)
+as a uniform random sample of the planned items' gold positives (negatives), which the audit
+is up to its stratification by segment with equal sampling fractions
+(:func:`prdist.known_quality.plan_gold_audit`). A rate may differ because the judge changed or
+because the items did (the same judge on harder items): both are drift of the judge's quality
+on what it judges.
+
 Pure NumPy: the runs are read, and their bounds recomputed at ``delta_k``, by
 ``prdist.dataflow.history``.
 """
@@ -24,12 +44,14 @@ Pure NumPy: the runs are read, and their bounds recomputed at ``delta_k``, by
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._validation import check_confidence, check_int
 
-__all__ = ["certain_changes", "default_ranks", "release_confidence"]
+__all__ = ["JudgeRates", "certain_changes", "default_ranks", "judge_drift", "judge_rates", "release_confidence"]
 
 
 def release_confidence(confidence: float, k: int) -> float:
@@ -93,3 +115,76 @@ def default_ranks(cutoff_ranks, n: int) -> np.ndarray:
     powers = 10 ** np.arange(1, int(math.log10(n)) + 1, dtype=np.int64)
     cut = np.asarray([r for r in cutoff_ranks if 0 < r <= n], dtype=np.int64)
     return np.unique(np.concatenate((powers[powers <= n], cut)))
+
+
+@dataclass(frozen=True)
+class JudgeRates:
+    """A judge's agreement with gold on one release's audit, with simultaneous intervals.
+
+    ``sensitivity`` and ``specificity`` are (estimate, lower, upper), or None when the audit
+    holds no gold positive (negative); ``kappa`` is Cohen's kappa (None when undefined);
+    ``confidence`` is the level of each of the two intervals.
+    """
+
+    compared: int
+    sensitivity: tuple[float, float, float] | None
+    specificity: tuple[float, float, float] | None
+    kappa: float | None
+    confidence: float
+
+
+def _rate(hits: int, trials: int, tail: float) -> tuple[float, float, float] | None:
+    """(hits / trials, Clopper-Pearson lower, upper), each side with error ``tail``; None without trials."""
+    from .sampling import _clopper_pearson_lower, _clopper_pearson_upper
+
+    if trials == 0:
+        return None
+    k, z = np.array([hits]), np.array([trials])
+    return hits / trials, float(_clopper_pearson_lower(k, z, tail)[0]), float(_clopper_pearson_upper(k, z, tail)[0])
+
+
+def judge_rates(counts: Mapping, confidence: float, place: int) -> JudgeRates:
+    """The judge's sensitivity and specificity against gold, with intervals at the release's level.
+
+    Parameters
+    ----------
+    counts : mapping
+        ``true_positive``, ``false_negative``, ``true_negative``, ``false_positive`` (and ``kappa``)
+        as a run's manifest records them under ``verdict_quality.judge``.
+    confidence : float in (0, 1)
+        The series' confidence; the release at ``place`` spends ``delta_k`` of its budget
+        (:func:`release_confidence`), half on each rate.
+    place : int >= 1
+
+    Examples
+    --------
+    >>> r = judge_rates({"true_positive": 90, "false_negative": 10, "true_negative": 45, "false_positive": 5}, 0.95, 1)
+    >>> r.sensitivity[0], round(r.sensitivity[1], 3), round(r.sensitivity[2], 3), round(r.confidence, 4)
+    (0.9, 0.804, 0.959, 0.9848)
+    """
+    tail = (1.0 - release_confidence(confidence, place)) / 4  # two rates, two sides each
+    tp, fn, tn, fp = (int(counts[name]) for name in ("true_positive", "false_negative", "true_negative", "false_positive"))
+    return JudgeRates(tp + fn + tn + fp, _rate(tp, tp + fn, tail), _rate(tn, tn + fp, tail), counts.get("kappa"),
+                      1.0 - 2 * tail)
+
+
+def judge_drift(previous: JudgeRates | None, current: JudgeRates | None) -> str:
+    """Which of the judge's rates drift between two releases: their intervals are disjoint.
+
+    Returns ``"sensitivity"``, ``"specificity"``, ``"sensitivity, specificity"`` or ``""``.
+
+    Examples
+    --------
+    >>> a = JudgeRates(200, (0.9, 0.85, 0.94), (0.8, 0.7, 0.88), 0.7, 0.99)
+    >>> b = JudgeRates(200, (0.7, 0.62, 0.78), (0.82, 0.72, 0.9), 0.5, 0.99)
+    >>> judge_drift(a, b), judge_drift(a, a), judge_drift(None, b)
+    ('sensitivity', '', '')
+    """
+    if previous is None or current is None:
+        return ""
+    drifted = []
+    for name in ("sensitivity", "specificity"):
+        before, now = getattr(previous, name), getattr(current, name)
+        if before is not None and now is not None and (now[2] < before[1] or now[1] > before[2]):
+            drifted.append(name)
+    return ", ".join(drifted)

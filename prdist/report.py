@@ -1354,21 +1354,26 @@ def _document(title: str, body: str) -> str:
 _HISTORY_PLOTS = 8  # ranks plotted per series; every rank is in the tables and history.parquet
 
 
-def render_history(history: pd.DataFrame, reports: Mapping[str, str]) -> str:
+def render_history(history: pd.DataFrame, reports: Mapping[str, str], judges: pd.DataFrame | None = None) -> str:
     """The self-contained HTML page of ``prdist history``: per series, the bounds at each followed
     rank across releases, the certain changes, and the runs with links to their reports.
 
-    ``history`` has the columns of ``history.parquet``; ``reports`` maps run ids to report URLs.
+    ``history`` has the columns of ``history.parquet``; ``reports`` maps run ids to report URLs;
+    ``judges`` the columns of ``judge_quality.parquet`` (a section per series that has rows).
     """
     sections = [
         "<header><h1>Precision across releases</h1><p>A change is marked only when it is certain: the "
         "interval of a release lies wholly below (down) or above (up) the previous release's at that rank. "
         "Releases stand at the place in their series recorded when each was first evaluated. Confidence bounds "
         "split their error budget over those places, so every mark of a series holds at once with the stated "
-        "confidence, under the bounds' model and for the verdicts as given.</p></header>"
+        "confidence, under the bounds' model and for the precision each release certifies: as its verdicts say it, or as "
+        "gold says it for a release with a complete gold audit. No change is claimed between releases that certify "
+        "different things.</p></header>"
     ]
     for number, (series, frame) in enumerate(history.groupby("series", sort=True)):
         sections.append(_history_series(number, str(series), frame, reports))
+        if judges is not None and (judges["series"] == series).any():
+            sections.append(history_judge_section(judges[judges["series"] == series]))  # kq30
     return _document("prdist history", "\n".join(sections))
 
 
@@ -1402,10 +1407,34 @@ def _history_series(number: int, series: str, frame: pd.DataFrame, reports: Mapp
             for r in changed.itertuples()]
     parts.append("<h3>Certain changes</h3>" + (_table(["place", "release", "run", "rank", "change", "lower", "upper"], rows, numeric=(0, 3, 5, 6))
                                                if rows else "<p>None: every interval overlaps the previous release's.</p>"))
-    rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(display_url(str(r.resource))), _int(r.n), _report_link(r.run_id, reports)]
-            for r in listing.itertuples()]
-    parts.append("<h3>Runs</h3>" + _table(["place", "committed", "resource", "items", "report"], rows, numeric=(0, 3)))
+    rows = [[_int(place[r.run_id]), _esc(str(r.created)), _esc(display_url(str(r.resource))), _int(r.n), _esc(r.certifies),
+             _report_link(r.run_id, reports)] for r in listing.itertuples()]
+    parts.append("<h3>Runs</h3>" + _table(["place", "committed", "resource", "items", "certifies", "report"], rows, numeric=(0, 3)))
     return "\n".join(parts) + "</section>"
+
+
+def history_judge_section(judges: pd.DataFrame) -> str:
+    """The judge's quality against gold per release of one series, with a warning per drift
+    (rows of ``judge_quality.parquet``; see :func:`prdist.history.judge_drift`)."""
+    rows = [[_int(r.place), _esc(r.release), _esc(r.certifies), _int(r.compared), _history_rate(r, "sensitivity"),
+             _history_rate(r, "specificity"), _num(r.kappa), _esc(r.drift or "\u2014")] for r in judges.itertuples()]
+    drifts = judges[judges["drift"] != ""]
+    warning = "".join(f'<p class="verdict warn">The judge drifts at release {_int(r.place)} ({_esc(r.release)}): its '
+                      f"{_esc(r.drift)} interval is disjoint from the previous release's.</p>" for r in drifts.itertuples())
+    return ("<section><h3>The judge against gold</h3><p>Sensitivity and specificity of the judge on each release's gold "
+            "audit, with Clopper-Pearson intervals that hold all at once, for every release of the series, at the "
+            "series' confidence (each release's share of the error budget split between its two rates). The judge "
+            "drifts where an interval is disjoint from the previous release's: then its rate on the two releases' planned "
+            "items differs.</p>" + warning
+            + _table(["place", "release", "certifies", "compared", "sensitivity", "specificity", "kappa", "drift"], rows,
+                     numeric=(0, 3, 4, 5, 6)) + "</section>")
+
+
+def _history_rate(row, name: str) -> str:
+    """A judge rate and its interval as table text, a dash where undefined."""
+    low, high = getattr(row, f"{name}_lower"), getattr(row, f"{name}_upper")
+    interval = "" if not math.isfinite(low) else f" [{_num(low)}, {_num(high)}]"
+    return _num(getattr(row, name)) + interval
 
 
 def _report_link(run_id: str, reports: Mapping[str, str]) -> str:

@@ -633,14 +633,20 @@ def gold_estimate(planned: PlannedRanks, verdicts: np.ndarray, gold: np.ndarray,
 
     The cut-off of a target is the deepest rank of the table whose lower bound reaches it.
     """
-    from ..known_quality import gold_bounds
-
-    judge = None if judge is None else planned.plan_labels(judge)
-    found = gold_bounds(planned.plan, verdicts, gold, confidence=params.confidence, judge=judge)
+    found = gold_paula(planned, verdicts, gold, judge, params)
     table = found.table()
     ranks, lower = table["rank"].to_numpy(), table["precision_lower"].to_numpy()
     cutoffs = {t: int(ranks[lower >= t].max()) if (lower >= t).any() else 0 for t in params.targets}
     return Estimate(table, cutoffs, None, {"gold_bounds": found.to_dict()}, certifies="gold")
+
+
+def gold_paula(planned: PlannedRanks, verdicts: np.ndarray, gold: np.ndarray, judge: np.ndarray | None, params: EvaluationParams):
+    """The :class:`~prdist.known_quality.GoldBounds` of :func:`gold_estimate` (``verdicts`` and
+    ``gold`` aligned with the plan, ``judge`` with the items)."""
+    from ..known_quality import gold_bounds
+
+    judge = None if judge is None else planned.plan_labels(judge)
+    return gold_bounds(planned.plan, verdicts, gold, confidence=params.confidence, judge=judge)
 
 
 def _through_n(ranks: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):
@@ -698,14 +704,16 @@ def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
 
 
 def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, kinds: np.ndarray | None = None,
-               gold: np.ndarray | None = None) -> pd.DataFrame:
+               gold: np.ndarray | None = None, judge: np.ndarray | None = None) -> pd.DataFrame:
     """The rows of plan.parquet: rank, key, score, role, grid_index, label, verdict.
 
     ``verdict`` says why a label is what it is: correct, incorrect, cannot_judge, disputed or
     missing (see :class:`LabelResolution`); without ``kinds`` it follows from the labels. A run
     with a gold audit adds ``gold_audit`` (bool: the row is in the random gold audit) and
-    ``gold`` (float64: its gold verdict, NaN where none or outside the audit); ``role`` keeps
-    the plan's own role (an audit row is also a prefix / window / random / stratum row).
+    ``gold`` (float64: its gold verdict, NaN where none or outside the audit), and with a judge
+    also ``judge`` (float64: the judge's probability or 0/1 verdict, NaN where none: what its
+    gold bounds used, so that ``prdist history`` bounds it again alike); ``role`` keeps the
+    plan's own role (an audit row is also a prefix / window / random / stratum row).
     """
     if kinds is None:
         kinds = kinds_of(labels)
@@ -713,6 +721,8 @@ def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, k
     if planned.in_audit is not None:
         table["gold_audit"] = planned.in_audit
         table["gold"] = np.where(planned.in_audit, gold, np.nan).astype(np.float64)
+        if judge is not None:
+            table["judge"] = np.asarray(judge, dtype=np.float64)
     return table
 
 

@@ -15,6 +15,13 @@ changes no release's error budget. Runs made before places were recorded (no ``r
 take the places after the last recorded one, in the order their manifests were written; two
 releases recorded at one place (runs made at the same moment) are kept apart, the later one
 taking the next free place, so no two releases ever share an error budget.
+
+A release whose run certifies gold (a complete gold audit) is bounded again from the gold
+verdicts and the judge's or the verdicts' values that ``plan.parquet`` keeps, by the same
+:func:`~prdist.known_quality.gold_bounds`; ``history.parquet`` says per row what the bounds
+certify, and no change is claimed between releases that certify different things. The judge's
+agreement with gold per release, and where it drifts (:func:`prdist.history.judge_drift`), is
+``judge_quality.parquet``, written for series with such releases (:data:`JUDGE_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -32,19 +39,21 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError, InputError, ParameterError
-from ..history import certain_changes, default_ranks, release_confidence
+from ..history import JudgeRates, certain_changes, default_ranks, judge_drift, judge_rates, release_confidence
 from ..input_gate import expect, json_document, refusal
 from ..report import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
 from .storage import filesystem, info_or_none, join_url, modified_time, publish, resolve, write_parquet
 
-__all__ = ["HISTORY_COLUMNS", "DamagedRunWarning", "RunRecord", "default_series", "history_table", "newest_changes",
+__all__ = ["HISTORY_COLUMNS", "JUDGE_COLUMNS", "DamagedRunWarning", "judge_table", "RunRecord", "default_series", "history_table", "newest_changes",
            "placed_releases", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]
 
 INT64_MAX = (1 << 63) - 1
 HISTORY_COLUMNS = ("series", "place", "release", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper",
-                   "change")
+                   "change", "certifies")
+JUDGE_COLUMNS = ("series", "place", "release", "run_id", "certifies", "compared", "sensitivity", "sensitivity_lower",
+                 "sensitivity_upper", "specificity", "specificity_lower", "specificity_upper", "kappa", "confidence", "drift")
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,17 @@ class RunRecord:
         """The place in its series recorded when the run was made (None for runs made before)."""
         place = (self.manifest.get("release") or {}).get("place")
         return int(place) if place is not None else None
+
+    @property
+    def certifies(self) -> str:
+        """What the run's bounds hold for: "gold" (a complete gold audit) or "verdicts"."""
+        return "gold" if self.manifest.get("certifies") == "gold" else "verdicts"
+
+    @property
+    def judge_counts(self) -> dict | None:
+        """The judge's agreement counts with gold on the run's audit (None without a judge and gold)."""
+        found = (self.manifest.get("verdict_quality") or {}).get("judge")
+        return found if isinstance(found, dict) and found.get("compared") else None
 
     @property
     def release_name(self) -> str:
@@ -249,16 +269,39 @@ def _bounds_at(record: RunRecord, place: int, ranks: np.ndarray, storage_options
         params = dataclasses.replace(params, confidence=release_confidence(params.confidence, place))
     n = int(record.manifest["n"])
     planned = ev.make_plan(n, params)
-    fs, path = filesystem(join_url(record.url, "plan.parquet"), storage_options)
-    with fs.open(path, "rb") as fh:
-        plan = pd.read_parquet(fh, columns=["rank", "label"])
+    plan = _plan_columns(record, storage_options)
     if not np.array_equal(plan["rank"].to_numpy(), planned.ranks):
         raise DataError(f"{record.url}/plan.parquet does not hold the ranks its manifest's parameters plan; the run was altered.")
-    bounds = ev.estimate(planned, plan["label"].to_numpy(dtype=np.float64), params).paula
+    bounds = _rebound(planned, plan, params, record.certifies)
     lower, upper = np.full(ranks.size, np.nan), np.full(ranks.size, np.nan)
     inside = ranks <= n
     lower[inside], upper[inside] = bounds.lower(ranks[inside]), bounds.upper(ranks[inside])
     return lower, upper
+
+
+def _plan_columns(record: RunRecord, storage_options) -> pd.DataFrame:
+    """The plan's ranks and labels, and for a run certifying gold its gold (and judge) columns."""
+    import pyarrow.parquet as pq
+
+    fs, path = filesystem(join_url(record.url, "plan.parquet"), storage_options)
+    with fs.open(path, "rb") as fh:
+        names = pq.read_schema(fh).names
+        wanted = ["rank", "label"] + ([c for c in ("gold", "judge") if c in names] if record.certifies == "gold" else [])
+        fh.seek(0)
+        return pd.read_parquet(fh, columns=wanted)
+
+
+def _rebound(planned: ev.PlannedRanks, plan: pd.DataFrame, params: ev.EvaluationParams, certifies: str):
+    """The run's bounds again, with ``params`` (its place's confidence): the gold bounds for a run
+    that certifies gold, from the values plan.parquet kept (its verdicts where it kept no judge)."""
+    labels = plan["label"].to_numpy(dtype=np.float64)
+    if certifies != "gold":
+        return ev.estimate(planned, labels, params).paula
+    if "gold" not in plan.columns:
+        raise DataError("a run that certifies gold has no 'gold' column in its plan.parquet; the run was altered.")
+    judge = plan["judge"].to_numpy(dtype=np.float64) if "judge" in plan.columns else None
+    gold = planned.plan_labels(plan["gold"].to_numpy(dtype=np.float64))
+    return ev.gold_paula(planned, planned.plan_labels(labels), gold, judge, params)
 
 
 def history_table(records: list[RunRecord], *, ranks=None, storage_options=None, last: int | None = None) -> pd.DataFrame:
@@ -266,6 +309,8 @@ def history_table(records: list[RunRecord], *, ranks=None, storage_options=None,
 
     ``last`` keeps only the last so many releases, each still bounded at its place in the whole
     series (the first of them then has no earlier release to be compared with: no change).
+    ``certifies`` says what each row's bounds hold for; a release that certifies something else
+    than the previous one (gold against verdicts) has no change.
     """
     placed = placed_releases(records)
     if ranks is None:
@@ -276,15 +321,53 @@ def history_table(records: list[RunRecord], *, ranks=None, storage_options=None,
     frames, previous = [], None
     for record, place in placed[first:]:
         lower, upper = _bounds_at(record, place, ranks, storage_options)
-        change = np.full(ranks.size, "", dtype=object) if previous is None else certain_changes(*previous, lower, upper)
-        previous = (lower, upper)
+        alike = previous is not None and previous[2] == record.certifies
+        change = certain_changes(*previous[:2], lower, upper) if alike else np.full(ranks.size, "", dtype=object)
+        previous = (lower, upper, record.certifies)
         frames.append(pd.DataFrame({
             "series": record.series, "place": place, "release": record.release_name,
             "run_id": record.manifest["run_id"], "resource": record.manifest["input"]["url"],
             "created": record.created, "n": int(record.manifest["n"]), "rank": ranks,
             "precision_lower": lower, "precision_upper": upper, "change": change,
+            "certifies": record.certifies,
         }))
     return pd.concat(frames, ignore_index=True)[list(HISTORY_COLUMNS)]
+
+
+def judge_table(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per release of one series with a judge measured against gold (:data:`JUDGE_COLUMNS`).
+
+    Sensitivity and specificity with their intervals at the release's place
+    (:func:`prdist.history.judge_rates`, at the run's confidence), kappa, and ``drift``: the
+    rates whose intervals are disjoint from those of the previous such release
+    (:func:`prdist.history.judge_drift`). Releases without a judge and gold are left out; a run
+    without a confidence level gets no intervals and no drift.
+    """
+    rows, previous = [], None
+    for record, place in placed_releases(records):
+        counts = record.judge_counts
+        if counts is None:
+            continue
+        confidence = record.manifest.get("params", {}).get("confidence")
+        rates = None if confidence is None else judge_rates(counts, float(confidence), place)
+        rows.append({"series": record.series, "place": place, "release": record.release_name,
+                     "run_id": record.manifest["run_id"], "certifies": record.certifies, **_rate_columns(counts, rates),
+                     "drift": judge_drift(previous, rates)})
+        previous = rates if rates is not None else previous
+    return pd.DataFrame(rows, columns=list(JUDGE_COLUMNS))
+
+
+def _rate_columns(counts: dict, rates: JudgeRates | None) -> dict:
+    """The judge's figures as columns: each rate with its interval (NaN where undefined)."""
+    out = {"compared": int(counts["compared"]), "kappa": counts.get("kappa"),
+           "confidence": np.nan if rates is None else rates.confidence}
+    for name in ("sensitivity", "specificity"):
+        found = None if rates is None else getattr(rates, name)
+        point = counts.get(name)
+        out[name] = np.nan if point is None else float(point)
+        out[f"{name}_lower"], out[f"{name}_upper"] = (np.nan, np.nan) if found is None else found[1:]
+    out["kappa"] = np.nan if out["kappa"] is None else float(out["kappa"])
+    return out
 
 
 def _browser_url(url: str, storage_options) -> str:
@@ -296,8 +379,11 @@ def _browser_url(url: str, storage_options) -> str:
 _SCHEMA = pa.schema([
     ("series", pa.string()), ("place", pa.int64()), ("release", pa.string()), ("run_id", pa.string()), ("resource", pa.string()),
     ("created", pa.timestamp("ms", tz="UTC")), ("n", pa.int64()), ("rank", pa.int64()),
-    ("precision_lower", pa.float64()), ("precision_upper", pa.float64()), ("change", pa.string()),
+    ("precision_lower", pa.float64()), ("precision_upper", pa.float64()), ("change", pa.string()), ("certifies", pa.string()),
 ])
+JUDGE_FILE = "judge_quality.parquet"
+_JUDGE_SCHEMA = pa.schema([(name, pa.string() if name in ("series", "release", "run_id", "certifies", "drift")
+                            else pa.int64() if name in ("place", "compared") else pa.float64()) for name in JUDGE_COLUMNS])
 
 
 def default_out(runs: str, series: str | None = None) -> str:
@@ -331,13 +417,64 @@ def write_history(runs: str, *, out: str | None = None, series: str | None = Non
     if not by_series:
         raise InputError(f"No committed PAULA run under {runs}. Run 'prdist run --out {runs}' first.")
     table = pd.concat([history_table(rs, ranks=ranks, storage_options=storage_options) for rs in by_series.values()], ignore_index=True)
+    judges = pd.concat([judge_table(rs) for rs in by_series.values()], ignore_index=True)
     out = out or default_out(runs, series)
     reports = {r.manifest["run_id"]: _browser_url(join_url(r.url, "report.html"), storage_options) for r in records}
     write_parquet(pa.Table.from_pandas(table, schema=_SCHEMA, preserve_index=False), join_url(out, "history.parquet"),
                   storage_options=storage_options, exclusive=False)
-    html = render_history(table, reports).encode("utf-8")
+    _write_judges(judges, out, storage_options)
+    html = render_history(table, reports, judges).encode("utf-8")
     publish(resolve(join_url(out, "history.html"), storage_options=storage_options), lambda fh: fh.write(html), exclusive=False)
     return out, table
+
+
+def _write_judges(judges: pd.DataFrame, out: str, storage_options) -> None:
+    """``judge_quality.parquet`` when some release has a judge measured against gold; else none
+    (one left by an earlier history of other runs is removed, so the directory never mixes two)."""
+    url = join_url(out, JUDGE_FILE)
+    if len(judges):
+        write_parquet(pa.Table.from_pandas(judges, schema=_JUDGE_SCHEMA, preserve_index=False), url,
+                      storage_options=storage_options, exclusive=False)
+        return
+    fs, path = filesystem(url, storage_options)
+    if info_or_none(fs, path, where=url) is not None:
+        fs.rm(path)
+
+
+def judge_lines(out: str, *, storage_options=None) -> tuple[list[str], list[str]]:
+    """What ``prdist history`` prints of the judge_quality.parquet under ``out``: a line per release
+    (what it certifies, the judge's rates with their intervals, kappa) and a warning per drift."""
+    url = join_url(out, JUDGE_FILE)
+    fs, path = filesystem(url, storage_options)
+    if info_or_none(fs, path, where=url) is None:
+        return [], []
+    with fs.open(path, "rb") as fh:
+        judges = pd.read_parquet(fh)
+    lines, warnings_, previous = [], [], {}
+    for row in judges.itertuples():
+        lines.append(f"  {row.series}: release {row.place} ({row.release}) certifies {row.certifies}; judge against gold on "
+                     f"{row.compared:,} audited items: sensitivity {_rate_text(row, 'sensitivity')}, specificity "
+                     f"{_rate_text(row, 'specificity')}, kappa {_figure(row.kappa)}")
+        if row.drift:
+            before = previous[row.series]
+            warnings_.append(f"{row.series}: the judge drifts between release {before.place} ({before.release}) and release "
+                             f"{row.place} ({row.release}): "
+                             + "; ".join(f"{name} {_rate_text(before, name)} then {_rate_text(row, name)}" for name in row.drift.split(", "))
+                             + " (disjoint intervals; every interval of the series holds at once with its confidence)")
+        if not np.isnan(row.confidence):
+            previous[row.series] = row
+    return lines, warnings_
+
+
+def _figure(value) -> str:
+    return "undefined" if value is None or np.isnan(value) else f"{value:.3f}"
+
+
+def _rate_text(row, name: str) -> str:
+    """A rate with its interval, e.g. ``0.912 [0.870, 0.944]``."""
+    low, high = getattr(row, f"{name}_lower"), getattr(row, f"{name}_upper")
+    interval = "" if np.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+    return _figure(getattr(row, name)) + interval
 
 
 def newest_changes(table: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -147,7 +147,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
     if (reused := committed_outcome(run)) is not None:
         return reused
 
-    plan_frame = ev.plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold)
+    plan_frame = ev.plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold, resolution.judge)
     run.write_table("plan.parquet", plan_frame)
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
