@@ -807,6 +807,9 @@ def _cmd_compare(args) -> int:
         )
     for note in manifest["diagnostics"].get("notes", []):
         print(f"note: {note}")
+    from .dataflow.compare_estimation import certifies_line  # kq30
+
+    print(certifies_line(manifest))
     print(_shown(url))
     return EXIT_OK
 

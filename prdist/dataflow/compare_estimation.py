@@ -4,6 +4,14 @@ DESIGN. Everything here runs once, in the user's session, on the joint sample
 (:class:`~prdist.dataflow.compare_sampling.DrawnSample`, a few thousand keys at most): a label
 lookup, the in-memory estimators of :mod:`prdist.importance`, and the run directory, committed
 by :func:`prdist.dataflow.artifacts.commit_run`.
+
+What a comparison certifies. Its intervals are for the precision as its labels say it. The
+labels are the store's verdicts (annotators', a judge's where no annotator spoke) -
+``certifies: "verdicts"`` - unless *every* drawn item has a gold verdict in the store: then the
+labels are the gold verdicts, and the intervals are for the precision as gold says it
+(``certifies: "gold"``). Gold on only some drawn items changes no label (those items are not a
+random subsample the comparison designed, so no gold-valid correction is made from them); it
+measures the verdicts' agreement with gold there (``verdict_quality``, per source).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ __all__ = [
     "LabeledSample",
     "annotation_items",
     "attach_labels",
+    "certifies_line",
     "estimate_systems",
     "read_exhaustive",
     "write_compare",
@@ -119,6 +128,9 @@ class LabeledSample:
     cannot_judge: np.ndarray | None = None
     disputed: int = 0
     agreement: dict = field(default_factory=dict)
+    certifies: str = "verdicts"  # "gold": every drawn item has a gold verdict, and the labels are gold's
+    verdict_quality: dict | None = None  # per source, agreement with gold on the drawn items that have it
+    gold: np.ndarray | None = None  # the drawn items' gold verdicts (NaN none); None when none has one
 
     @property
     def awaiting(self) -> np.ndarray:
@@ -137,11 +149,35 @@ def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None
     text = normalise_keys(keys).to_numpy()
     values = lookup.labels.reindex(text).to_numpy(dtype=np.float64)
     kinds = lookup.kinds.reindex(text).to_numpy(dtype=object)
-    sample = drawn.sample.with_labels(keys, values)
-    cannot = kinds == "cannot_judge"
+    gold = lookup.roles.gold.reindex(text).to_numpy(dtype=np.float64)
+    certifies = "gold" if gold.size and not np.isnan(gold).any() else "verdicts"
+    sample = drawn.sample.with_labels(keys, gold if certifies == "gold" else values)
+    cannot = np.zeros(text.size, dtype=bool) if certifies == "gold" else kinds == "cannot_judge"
     return LabeledSample(sample, int((np.isnan(sample.labels) & ~cannot).sum()), lookup.relabeled, lookup.examples,
-                         cannot_judge=cannot, disputed=int((kinds == "disputed").sum()),
-                         agreement=lookup.agreement_record())
+                         cannot_judge=cannot, disputed=0 if certifies == "gold" else int((kinds == "disputed").sum()),
+                         agreement=lookup.agreement_record(), certifies=certifies,
+                         verdict_quality=_quality_against_gold(lookup, text, values, gold),
+                         gold=None if np.isnan(gold).all() else gold)
+
+
+def _quality_against_gold(lookup, text: np.ndarray, values: np.ndarray, gold: np.ndarray) -> dict | None:
+    """Agreement with gold on the drawn items that have it, per source (the judge's voted verdict;
+    the annotators' where no judge's stood in), by :func:`prdist.known_quality.verdict_quality`;
+    None when no drawn item has gold."""
+    if np.isnan(gold).all():
+        return None
+    from ..known_quality import verdict_quality
+
+    judged = lookup.judged.reindex(text).fillna(False).to_numpy(dtype=bool)
+    sources = {"annotators": np.where(judged, np.nan, values), "judge": lookup.roles.judge.reindex(text).to_numpy(dtype=np.float64)}
+    return {name: verdict_quality(said, gold).to_dict() for name, said in sources.items() if (~np.isnan(said) & ~np.isnan(gold)).any()}
+
+
+def certifies_line(manifest: dict) -> str:
+    """What a comparison's intervals hold for, in one line for ``prdist compare``'s output."""
+    if manifest.get("certifies") == "gold":
+        return "certifies: gold (every drawn item has a gold verdict: the intervals are for the precision as gold says it)"
+    return "certifies: verdicts (the intervals are for the precision as the label store's verdicts say it)"
 
 
 def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None,
@@ -293,7 +329,9 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     labels_fp = labels_fingerprint(sample.labels, labeled.cannot_judge)
     fingerprints = [[s.name, s.resource.fingerprint] for s in systems]
     exhaustive_fp = None if exhaustive is None else exhaustive.fingerprint
-    run = RunDirectory(out, run_id("compare", fingerprints, params.to_dict(), exhaustive_fp, labels_fp), storage_options)
+    # gold verdicts decide what the run certifies and reports: another run (runs without gold keep their ids)
+    gold_part = [] if labeled.gold is None else [labels_fingerprint(labeled.gold)]
+    run = RunDirectory(out, run_id("compare", fingerprints, params.to_dict(), exhaustive_fp, labels_fp, *gold_part), storage_options)
     if (reused := committed_outcome(run)) is not None:
         return reused
 
@@ -342,6 +380,8 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
             "relabeled": labeled.relabeled,
         },
         "agreement": labeled.agreement or None,
+        "certifies": labeled.certifies,
+        **({"verdict_quality": labeled.verdict_quality} if labeled.verdict_quality else {}),
         "results": results,
         "diagnostics": diagnostics or {},
         "annotation_task": task_url,
