@@ -1419,13 +1419,14 @@ def history_judge_section(judges: pd.DataFrame) -> str:
     rows = [[_int(r.place), _esc(r.release), _esc(r.certifies), _int(r.compared), _history_rate(r, "sensitivity"),
              _history_rate(r, "specificity"), _num(r.kappa), _esc(r.drift or "\u2014")] for r in judges.itertuples()]
     drifts = judges[judges["drift"] != ""]
-    warning = "".join(f'<p class="verdict warn">The judge drifts at release {_int(r.place)} ({_esc(r.release)}): its '
-                      f"{_esc(r.drift)} interval is disjoint from the previous release's.</p>" for r in drifts.itertuples())
+    warning = "".join(f'<p class="verdict warn">The judge drifts at release {_int(r.place)} ({_esc(r.release)}): the '
+                      f"interval of its {_esc(r.drift.replace(', ', ' and of its '))} is disjoint from the previous release's.</p>"
+                      for r in drifts.itertuples())
     return ("<section><h3>The judge against gold</h3><p>Sensitivity and specificity of the judge on each release's gold "
             "audit, with Clopper-Pearson intervals that hold all at once, for every release of the series, at the "
             "series' confidence (each release's share of the error budget split between its two rates). The judge "
-            "drifts where an interval is disjoint from the previous release's: then its rate on the two releases' planned "
-            "items differs.</p>" + warning
+            "drifts where an interval is disjoint from the previous release's: when all the intervals hold, its rate on the "
+            "two releases' planned items then differs.</p>" + warning
             + _table(["place", "release", "certifies", "compared", "sensitivity", "specificity", "kappa", "drift"], rows,
                      numeric=(0, 3, 4, 5, 6)) + "</section>")
 
