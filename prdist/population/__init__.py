@@ -31,15 +31,16 @@ One module per idea, behind these names: ``distributions`` (the scores of one cl
 curves), ``families`` (the constructors), ``reference`` (the P4-P6 curves) and ``checks``.
 """
 
-from prdist.population.families import bibeta, bilognormal, binormal, bumped, discrete, uniform
-from prdist.population.models import ContinuousScoreModel, DiscreteScoreModel, ScoreModel
-from prdist.population.reference import (
-    ReferenceCurves,
+# In the order of the reference page (docs/api/population.md renders them in import order).
+from prdist.population.models import ScoreModel, ContinuousScoreModel, DiscreteScoreModel  # isort: skip
+from prdist.population.families import binormal, bilognormal, bibeta, uniform, discrete, bumped  # isort: skip
+from prdist.population.reference import (  # isort: skip
     chance,
     perfect_separation,
-    pr_lower_bound,
-    reference_curves,
     reverse_separation,
+    pr_lower_bound,
+    ReferenceCurves,
+    reference_curves,
 )
 
 __all__ = [

@@ -17,20 +17,20 @@ per idea, behind these names: ``random`` (uniform plans and estimates), ``strati
 1's plans and estimates), ``budgets`` (the label counts of both) and ``checks``.
 """
 
-from prdist.sampling.budgets import (
-    StratifiedBudget,
+# In the order of the paper, which the reference page keeps (it renders them in import order).
+from prdist.sampling.random import RandomPlan, RandomEstimate, plan_random, estimate_random  # isort: skip
+from prdist.sampling.budgets import (  # isort: skip
     point_estimate_budget,
-    random_sampling_budget,
     random_sampling_reliable_from,
-    stratified_budget,
+    random_sampling_budget,
 )
-from prdist.sampling.random import RandomEstimate, RandomPlan, estimate_random, plan_random
-from prdist.sampling.stratified import (
-    StratifiedEstimate,
+from prdist.sampling.stratified import (  # isort: skip
     StratifiedPlan,
-    estimate_stratified,
     plan_stratified,
+    StratifiedEstimate,
+    estimate_stratified,
 )
+from prdist.sampling.budgets import StratifiedBudget, stratified_budget  # isort: skip
 
 __all__ = [
     "RandomPlan",
