@@ -21,14 +21,16 @@ _LAZY = {
     **dict.fromkeys(("PaulaPlan", "plan_paula"), "plan"),
     **dict.fromkeys(("Evaluation", "evaluate"), "evaluation"),
     **dict.fromkeys(("plot_bands", "plot_bounds", "plot_population"), "plotting"),
+    **dict.fromkeys(("RandomEstimate", "RandomPlan", "estimate_random", "plan_random"), "sampling.random"),
+    **dict.fromkeys(
+        ("StratifiedEstimate", "StratifiedPlan", "estimate_stratified", "plan_stratified"), "sampling.stratified"
+    ),
     **dict.fromkeys(
         (
-            "RandomEstimate", "RandomPlan", "StratifiedBudget", "StratifiedEstimate", "StratifiedPlan",
-            "estimate_random", "estimate_stratified", "plan_random", "plan_stratified",
-            "point_estimate_budget", "random_sampling_budget", "random_sampling_reliable_from",
+            "StratifiedBudget", "point_estimate_budget", "random_sampling_budget", "random_sampling_reliable_from",
             "stratified_budget",
         ),
-        "sampling",
+        "sampling.budgets",
     ),  # fmt: skip
 }
 

@@ -22,7 +22,6 @@ from prdist.importance import (
     JointSample,
     SamplingDistribution,
     SystemOutput,
-    _worst_case_variance,
     draw_joint_sample,
     estimate_precision,
     estimate_recall,
@@ -31,6 +30,7 @@ from prdist.importance import (
     pool_membership,
     required_sample_size,
 )
+from prdist.importance.sample_size import _worst_case_variance
 from prdist.ranking import rank_order
 
 Z95 = stats.norm.ppf(0.975)

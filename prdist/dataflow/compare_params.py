@@ -15,7 +15,8 @@ import numpy as np
 
 from .._validation import check_choice, check_float, check_int
 from ..errors import DataError, ParameterError
-from ..importance import BALANCE, OVERLAP, SamplingDistribution
+from prdist.importance import SamplingDistribution
+from prdist.importance.weights import BALANCE, OVERLAP
 from ..plan import MAX_PLAN_SIZE  # a budget of draws is held as a plan is
 from .parquet import Resource, open_resource
 

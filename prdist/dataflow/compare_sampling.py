@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from .._validation import check_int
 from ..errors import DataError, ParameterError
-from ..importance import SCORE_POWER, TOP_K, UNIFORM, JointSample, SamplingDistribution
+from prdist.importance import JointSample, SamplingDistribution
+from prdist.importance.systems import SCORE_POWER, TOP_K, UNIFORM
 from ..ranking import RankPosition, descending_ordinal, key_hash
 from .compare_params import CompareParams, System, allocate_budget
 from .executor import map_shuffle, run_tasks

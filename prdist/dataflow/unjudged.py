@@ -51,7 +51,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..importance import JointSample, _z, estimate_precision
+from prdist.importance import JointSample, estimate_precision
+from prdist.importance.moments import _z
 from .compare_estimation import LabeledSample, estimate_systems
 from .compare_sampling import DrawnSample
 
