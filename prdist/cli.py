@@ -563,7 +563,7 @@ def _committed_run(parameters: dict, storage_options):
 
     from .dataflow.evaluate import EvaluationParams
     from .dataflow.run import committed_run, open_for_run
-    from .dataflow.summary import awaiting_message
+    from .render.terminal import awaiting_message
 
     p = parameters
     params = EvaluationParams(
@@ -787,26 +787,9 @@ def _cmd_compare(args) -> int:
     fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
     with fs.open(path, "rb") as fh:
         manifest = json.load(fh)
-    counts, params = manifest["counts"], manifest["params"]
-    level = f"{100 * params['confidence']:g} %"
-    print(
-        f"prdist compare: {len(manifest['systems'])} systems, {counts['draws']:,} draws, "
-        f"{counts['annotations']:,} distinct items labeled ({level} intervals, {params['weights']} weights)"
-    )
-    width = max(len("system"), *(len(row["system"]) for row in manifest["results"]))
-    print(f"  {'system':<{width}}  precision  {level + ' interval':<16}  recall  pooled recall  draws")
+    from .render.terminal import compare_text
 
-    def number(value):
-        return "n/a" if value is None else f"{value:.3f}"
-
-    for row in manifest["results"]:
-        interval = f"[{row['precision_ci_low']:.3f}, {row['precision_ci_high']:.3f}]"
-        print(
-            f"  {row['system']:<{width}}  {row['precision']:>9.3f}  {interval:<16}  {number(row['recall']):>6}  "
-            f"{number(row['pooled_recall']):>13}  {row['n_samples']:>5}"
-        )
-    for note in manifest["diagnostics"].get("notes", []):
-        print(f"note: {note}")
+    print(compare_text(manifest))
     print(_shown(url))
     return EXIT_OK
 
@@ -1071,7 +1054,7 @@ def _role_lines(status: dict) -> list[str]:
     if quality is None:
         lines.append("judge quality: no item has both a judge and a gold verdict")
     else:
-        from .dataflow.summary import quality_text
+        from .render.terminal import quality_text
 
         lines.append("judge quality against gold: " + quality_text(quality))
     return lines
