@@ -1180,7 +1180,6 @@ def _cmd_history(args) -> int:
     import warnings
 
     from .dataflow.history import DamagedRunWarning, write_history
-    from .redaction import terminal_text
 
     ranks = None
     if args.ranks is not None:
@@ -1197,12 +1196,9 @@ def _cmd_history(args) -> int:
             print(f"prdist: warning: {_one_line(warning.message)}", file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    changed = table[table["change"] != ""]
-    print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
-          f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
-    for row in changed.itertuples():
-        print(f"  {terminal_text(row.series)}: run {terminal_text(row.run_id)} at rank {row.rank:,}: {row.change} "
-              f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
+    from .render.terminal import history_text
+
+    print(history_text(table))
     from flows._runner import may_have_api
 
     if may_have_api():  # prdist.precision.changed for each series' newest release, with a Prefect API

@@ -1,5 +1,6 @@
 """Every view of a manifest, pinned byte for byte: the HTML report and its notebook summary, the
-terminal summary of a run and of a comparison, the Prefect markdown and log lines, the history page.
+terminal summary of a run, a comparison and a history, the Prefect markdown and log lines, the
+history page.
 
 The digests were taken from the views as prdist rendered them before the views moved into
 ``prdist.render`` (one package that owns them all); a change of any byte fails here and names the
@@ -24,6 +25,7 @@ from prdist.render import (
     compare_text,
     counts_message,
     evaluation_markdown,
+    history_text,
     render_history,
     render_report,
     render_summary,
@@ -160,7 +162,9 @@ def views():
         out[f"compare{awaiting}.markdown"] = comparison_markdown(outcome)
         if not awaiting:
             out[f"compare{awaiting}.terminal"] = compare_text(m)
-    out["history"] = render_history(*_history())
+    history, reports = _history()
+    out["history"] = render_history(history, reports)
+    out["history.terminal"] = history_text(history)
     return out
 
 
@@ -199,6 +203,7 @@ DIGESTS = {
     'gold.summary': '21e8affb46039d0f',
     'gold.terminal': '3bd319216daaf254',
     'history': 'e763d8831ab763f7',
+    'history.terminal': 'bf9dec31894dface',
     'judged.log': '82ff22fb43ceceda',
     'judged.markdown': '362e9d8856d1f55e',
     'judged.report': 'da8e77e20102e0d6',
@@ -233,8 +238,9 @@ def test_the_gamma_verdict_is_the_bounds_code_s():
 
 def test_the_renderer_is_in_the_core_layer():
     # No Dask, Prefect, flows or dataflow under prdist.render: the layer scan holds it to the core's rules.
-    from tests.test_layers import _layer, import_graph, upward_imports
+    from tests.test_layers import _imports, _layer, _modules, upward_imports
 
-    graph = {m: ts for m, ts in import_graph().items() if m.startswith("prdist.render")}
+    modules = _modules()
+    graph = {m: _imports(m, path, set(modules)) for m, path in modules.items() if m.startswith("prdist.render")}
     assert len(graph) >= 10 and {_layer(m) for m in graph} == {"core"}
     assert upward_imports(graph) == set()

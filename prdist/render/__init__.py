@@ -22,6 +22,7 @@ from prdist.render.terminal import (
     awaiting_message,
     compare_text,
     counts_message,
+    history_text,
     known_quality_lines,
     quality_text,
     run_summary_text,
@@ -29,6 +30,6 @@ from prdist.render.terminal import (
 
 __all__ = [
     "assumptions_doubt", "awaiting_message", "compare_text", "comparison_markdown", "counts_message",
-    "evaluation_markdown", "known_quality_lines", "quality_text", "render_history", "render_report",
+    "evaluation_markdown", "history_text", "known_quality_lines", "quality_text", "render_history", "render_report",
     "render_summary", "run_summary_text",
 ]

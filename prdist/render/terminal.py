@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from prdist.bounds import within_gamma
+from prdist.redaction import terminal_text
 
-__all__ = ["assumptions_doubt", "awaiting_message", "compare_text", "counts_message", "known_quality_lines",
-           "quality_text", "run_summary_text"]
+__all__ = ["assumptions_doubt", "awaiting_message", "compare_text", "counts_message", "history_text",
+           "known_quality_lines", "quality_text", "run_summary_text"]
 
 
 def run_summary_text(manifest: dict, bounds: pd.DataFrame, exact: pd.DataFrame | None, *, report: str, files: list[str],
@@ -183,3 +184,18 @@ def compare_text(manifest: dict) -> str:
                      f"{share(row['pooled_recall']):>13}  {row['n_samples']:>5}")
     lines += [f"note: {note}" for note in manifest["diagnostics"].get("notes", [])]
     return "\n".join(lines)
+
+
+def history_text(history: pd.DataFrame) -> str:
+    """How many runs and series ``prdist history`` read, and every certain change, one line each.
+
+    ``history`` has the columns of ``history.parquet``; series and run ids are shown as a terminal
+    shows them literally (:func:`prdist.redaction.terminal_text`).
+    """
+    changed = history[history["change"] != ""]
+    lines = [f"prdist history: {history['run_id'].nunique()} run(s) in {history['series'].nunique()} series, "
+             f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)"]
+    lines += [f"  {terminal_text(row.series)}: run {terminal_text(row.run_id)} at rank {row.rank:,}: {row.change} "
+              f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])" for row in changed.itertuples()]
+    return "\n".join(lines)
+
