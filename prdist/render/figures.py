@@ -31,6 +31,7 @@ def _plot_indices(ranks: np.ndarray, prefix_end: int) -> np.ndarray:
 
 
 def section_precision(view: BoundsView, exact, prefix_end: int, diagnostics: Mapping, params: Mapping) -> str:
+    """The precision bounds at every rank (log axis): band, bounds, grid points, labeled prefix, exact p(r)."""
     idx = _plot_indices(view.ranks, prefix_end)
     r = view.ranks[idx]
     lo, hi = view.precision_lower[idx], view.precision_upper[idx]
@@ -91,6 +92,7 @@ def section_precision(view: BoundsView, exact, prefix_end: int, diagnostics: Map
 
 
 def section_pr(view: BoundsView, exact, prefix_end: int) -> str:
+    """The region that holds the PR curve, from the yield bounds (:func:`prdist.derived.pr_region`)."""
     r = view.ranks[_plot_indices(view.ranks, prefix_end)]
     region = pr_region(view, r)
     rl, ru = region["recall_lower"].to_numpy(), region["recall_upper"].to_numpy()
@@ -138,6 +140,7 @@ def section_bands_missing(manifest: Mapping) -> str:
 
 
 def section_bands(bands: pd.DataFrame, about: Mapping | None = None) -> str:
+    """The bootstrap bands of the PR curve (simultaneous, pointwise, worst case when computed) and what they assume."""
     cols = {c: pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64) for c in BANDS_COLUMNS}
     worst = _worst_band(bands)
     order = np.argsort(cols["recall"], kind="stable")

@@ -17,18 +17,22 @@ __all__ = ["as_mapping", "esc", "figure", "html_table", "is_number", "number", "
 
 
 def as_mapping(value) -> Mapping:
+    """``value`` when it is a mapping, else an empty one (a manifest field of the wrong kind shows nothing)."""
     return value if isinstance(value, Mapping) else {}
 
 
 def esc(value) -> str:
+    """``value`` as HTML text, quotes escaped too."""
     return html.escape(str(value), quote=True)
 
 
 def is_number(value) -> bool:
+    """Whether ``value`` is a real number (a bool is not)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def thousands(value) -> str:
+    """``value`` as a whole number with thousands separators."""
     return f"{int(value):,}"
 
 
@@ -78,4 +82,5 @@ def html_table(headers, rows, *, numeric=(), css: str = "") -> str:
 
 
 def figure(svg: str, caption: str) -> str:
+    """An SVG chart with its caption (trusted HTML)."""
     return f'<figure>{svg}<figcaption>{caption}</figcaption></figure>'

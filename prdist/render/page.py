@@ -67,6 +67,7 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def document(title: str, body: str) -> str:
+    """The self-contained HTML document: ``body`` (trusted HTML) with the style sheet and the CSP."""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -31,6 +31,7 @@ _DIAGNOSTICS_SHOWN = {
 
 
 def section_cutoffs(cutoffs: pd.DataFrame, n: int, *, in_doubt: bool = False) -> str:
+    """The deepest rank guaranteed to reach each precision target, with its score, as a table."""
     targets = finite_column(cutoffs, "cutoffs", "target", low=0.0, high=1.0)
     ranks = finite_column(cutoffs, "cutoffs", "rank", low=0.0, high=n).astype(np.int64)
     scores = pd.to_numeric(cutoffs["score"], errors="coerce").to_numpy(dtype=np.float64)
@@ -64,6 +65,7 @@ _COUNT_ROWS = (
 
 
 def section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
+    """The label budget: counts, agreement, labels by part of the plan, the first items awaiting labels."""
     counts = as_mapping(manifest.get("counts"))
     rows = [[esc(what), number(counts.get(key))] for key, what in _COUNT_ROWS if is_number(counts.get(key))]
     unknown = counts.get("unknown")

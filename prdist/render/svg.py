@@ -48,6 +48,8 @@ def _count_label(value: float) -> str:
 
 @dataclass(frozen=True)
 class Axis:
+    """One axis: data range, pixel range, linear, log or one slot a category, and its ticks."""
+
     lo: float
     hi: float
     start: float  # pixel of lo

@@ -28,6 +28,7 @@ CUTOFF_COLUMNS = ("target", "rank", "score")
 
 
 def frame_checked(frame, name: str, columns: tuple[str, ...], *, optional: bool = False) -> pd.DataFrame | None:
+    """``frame`` when it is a DataFrame with ``columns`` (None when optional and absent); else the error naming the table."""
     if frame is None and optional:
         return None
     if not isinstance(frame, pd.DataFrame):
@@ -45,6 +46,7 @@ def frame_checked(frame, name: str, columns: tuple[str, ...], *, optional: bool 
 
 
 def finite_column(frame: pd.DataFrame, name: str, column: str, *, low=None, high=None) -> np.ndarray:
+    """A column as float64, refused unless numeric, finite and in [low, high] (the first bad row named)."""
     try:
         values = frame[column].to_numpy(dtype=np.float64)
     except (TypeError, ValueError):
@@ -65,6 +67,7 @@ def finite_column(frame: pd.DataFrame, name: str, column: str, *, low=None, high
 
 
 def rank_column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """The ``rank`` column as int64, refused unless whole numbers >= 1."""
     ranks = finite_column(frame, name, "rank", low=1, high=np.inf)
     if not np.all(ranks == np.floor(ranks)):
         raise DataError(f"The 'rank' column of the {name!r} table of {OWNER} must hold integers.")
@@ -118,6 +121,7 @@ class BoundsView:
 
 
 def exact_curve(exact: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The exact precision function sorted by rank, refused past rank ``n`` of the bounds."""
     ranks = rank_column(exact, "exact")
     if ranks.size and ranks.max() > n:
         raise DataError(
