@@ -18,10 +18,10 @@ import pydantic  # for the storage options' annotation, which Prefect resolves (
 
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist.dataflow import compare as cmp
-from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.unjudged import estimate_labeled
 from prdist.dataflow.cluster import dask_client, one_cluster
 from prdist.importance import SamplingDistribution
+from prdist.render.markdown import comparison_markdown
 
 
 @step(**IO_RETRIES)
@@ -61,34 +61,6 @@ def write_task(systems, drawn, labeled, params, out: str, estimates, store, exha
     frame, diagnostics = estimates if estimates is not None else (None, None)
     return cmp.write_compare(systems, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,
                              labels=store, exhaustive=exhaustive, storage_options=storage_options, items=items)
-
-
-def summary_markdown(outcome: RunOutcome) -> str:
-    """The Prefect artifact: every system's precision interval at a glance."""
-    m = outcome.manifest
-    c = m["counts"]
-    p = m["params"]
-    lines = [
-        "# prdist comparison",
-        "",
-        f"- systems: {', '.join(s['name'] for s in m['systems'])}",
-        f"- draws: {c['draws']:,} ({p['allocation']} split, {p['distribution']['kind']} sampling, seed {p['seed']})",
-        f"- labels: {c['labeled']:,} of {c['annotations']:,} distinct drawn items ({c['unknown']:,} missing)",
-        f"- run directory: `{outcome.url}`",
-    ]
-    if m.get("results"):
-        level = round(100 * p["confidence"])
-        lines += ["", f"| system | precision | {level} % interval | draws |", "|---|---|---|---|"]
-        for row in m["results"]:
-            lines.append(
-                f"| {row['system']} | {row['precision']:.3f} | [{row['precision_ci_low']:.3f}, "
-                f"{row['precision_ci_high']:.3f}] | {row['n_samples']:,} |"
-            )
-    for note in m.get("diagnostics", {}).get("notes", []):
-        lines += ["", f"Note: {note}"]
-    if outcome.missing:
-        lines += ["", f"**Awaiting labels**: {outcome.missing:,} items, task at `{outcome.task}`."]
-    return "\n".join(lines)
 
 
 def compare_systems(
@@ -132,4 +104,4 @@ def compare_systems(
         items = items_task(opened, drawn, labeled, scheduler) if labeled.missing else None
     estimates = estimate_task(labeled, drawn, params) if labeled.missing == 0 else None
     outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, storage_options, items)
-    return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-comparison", waiting_for="drawn items")
+    return conclude(outcome, summary=comparison_markdown(outcome), artifact_key="prdist-comparison", waiting_for="drawn items")

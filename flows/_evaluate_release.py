@@ -44,9 +44,9 @@ from prdist.dataflow.run import (
     exact_precision,
     extract_items,
     open_for_run,
-    summary_markdown,
     write_run,
 )
+from prdist.render.markdown import evaluation_markdown
 
 
 @step(**IO_RETRIES)
@@ -175,7 +175,7 @@ def evaluate_release(
     run_artifacts(outcome, bounds)
     if awaiting:
         _evaluate_touched(out, labels, scheduler, storage_options, key, score)
-    return conclude(outcome, summary=summary_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")
+    return conclude(outcome, summary=evaluation_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")
 
 
 def _compute(res, planned, params: ev.EvaluationParams, *, out: str, labels: str | None, scheduler: str | None,

@@ -17,9 +17,9 @@ import time
 
 from prdist.dataflow.run import strict_json
 from prdist.dataflow.storage import StorageUnavailable, is_permanent, join_url
-from prdist.dataflow.summary import awaiting_message
 from prdist.errors import PrdistError
 from prdist.redaction import redact_url
+from prdist.render.terminal import awaiting_message, counts_message
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -313,25 +313,6 @@ def publish_artifact(create, *, what: str, url: str) -> bool:
                                  what, type(exc).__name__, " ".join(str(exc).split()), redact_url(url))
         return False
     return True
-
-
-def counts_message(outcome) -> str:
-    """One line for the flow run's log: items, bytes read, planned labels known and awaited, the run.
-
-    Examples
-    --------
-    >>> from prdist.dataflow.artifacts import RunOutcome
-    >>> manifest = {"run_id": "abc", "n": 20000, "input": {"bytes_read": 1536000},
-    ...             "counts": {"annotations": 300, "labeled": 280, "awaiting": 20, "cannot_judge": 0, "disputed": 0}}
-    >>> counts_message(RunOutcome("runs/abc", manifest, 20))
-    'run abc (new): 20,000 items, 1.5 MB read, 300 planned labels: 280 known, 20 awaited, 0 cannot judge, 0 disputed'
-    """
-    m, c = outcome.manifest, outcome.manifest["counts"]
-    done = "found committed, nothing recomputed" if outcome.reused else "new"
-    read = int(m.get("input", {}).get("bytes_read", 0))
-    return (f"run {m['run_id']} ({done}): {m['n']:,} items, {read / 1024**2:,.1f} MB read, {c['annotations']:,} planned labels: "
-            f"{c['labeled']:,} known, {c.get('awaiting', 0):,} awaited, {c.get('cannot_judge', 0):,} cannot judge, "
-            f"{c.get('disputed', 0):,} disputed")
 
 
 def _scheduler_serves_dashboard(dask_scheduler=None) -> bool:

@@ -20,7 +20,7 @@ _LAZY = {
     **dict.fromkeys(("EmpiricalPR", "TiedScoresWarning", "empirical_pr", "exact_pr_points"), "curves"),
     **dict.fromkeys(("PaulaPlan", "plan_paula"), "plan"),
     **dict.fromkeys(("Evaluation", "evaluate"), "evaluation"),
-    **dict.fromkeys(("plot_bands", "plot_bounds", "plot_population"), "plotting"),
+    **dict.fromkeys(("plot_bands", "plot_bounds", "plot_population"), "render.plotting"),
     **dict.fromkeys(("RandomEstimate", "RandomPlan", "estimate_random", "plan_random"), "sampling.random"),
     **dict.fromkeys(
         ("StratifiedEstimate", "StratifiedPlan", "estimate_stratified", "plan_stratified"), "sampling.stratified"
@@ -39,7 +39,7 @@ __all__ = sorted(_LAZY)
 
 def __getattr__(name: str):
     if name not in _LAZY:
-        # prdist.plan, prdist.report, ...: a submodule, imported on first use like the names.
+        # prdist.plan, prdist.render, ...: a submodule, imported on first use like the names.
         if importlib.util.find_spec(f"{__name__}.{name}") is None:
             raise AttributeError(f"module 'prdist' has no attribute {name!r}")
         return importlib.import_module(f".{name}", __name__)

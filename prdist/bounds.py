@@ -46,7 +46,19 @@ from .confidence import ConfidenceDiagnostics, confidence_margins, monotone_rate
 from .errors import DataError, ParameterError
 from .plan import PaulaPlan
 
-__all__ = ["PaulaBounds", "PaulaDiagnostics", "paula_bounds", "precision_function"]
+__all__ = ["PaulaBounds", "PaulaDiagnostics", "paula_bounds", "precision_function", "within_gamma"]
+
+
+def within_gamma(ratio: float, gamma: float) -> bool:
+    """Whether the yield ratio Y+/Y- is within gamma, as Lemma 4 promises (up to rounding).
+
+    The one place the verdict is made: :attr:`PaulaDiagnostics.assumptions_plausible` and every view
+    of a manifest's ``max_ratio`` and ``gamma`` (report, terminal) ask it.
+
+    >>> within_gamma(1.2, 1.2), within_gamma(1.21, 1.2)
+    (True, False)
+    """
+    return ratio <= gamma * (1 + 1e-12)
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,7 +109,7 @@ class PaulaDiagnostics:
             self.precondition_holds is not False
             and self.rise_ranks.size == 0
             and self.contradiction_ranks.size == 0
-            and self.max_ratio <= self.gamma * (1 + 1e-12)
+            and within_gamma(self.max_ratio, self.gamma)
         )
 
     def to_dict(self) -> dict:
@@ -153,8 +165,8 @@ class PaulaBounds:
         )
 
     def plot(self, ax=None, *, exact=None):
-        """Draw the bounds on p(r), rank on a log axis; see :func:`prdist.plotting.plot_bounds`."""
-        from .plotting import plot_bounds
+        """Draw the bounds on p(r), rank on a log axis; see :func:`prdist.render.plotting.plot_bounds`."""
+        from .render.plotting import plot_bounds
 
         return plot_bounds(self, ax=ax, exact=exact)
 

@@ -563,7 +563,7 @@ def _committed_run(parameters: dict, storage_options):
 
     from .dataflow.evaluate import EvaluationParams
     from .dataflow.run import committed_run, open_for_run
-    from .dataflow.summary import awaiting_message
+    from .render.terminal import awaiting_message
 
     p = parameters
     params = EvaluationParams(
@@ -787,28 +787,9 @@ def _cmd_compare(args) -> int:
     fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
     with fs.open(path, "rb") as fh:
         manifest = json.load(fh)
-    counts, params = manifest["counts"], manifest["params"]
-    level = f"{100 * params['confidence']:g} %"
-    print(
-        f"prdist compare: {len(manifest['systems'])} systems, {counts['draws']:,} draws, "
-        f"{counts['annotations']:,} distinct items labeled ({level} intervals, {params['weights']} weights)"
-    )
-    width = max(len("system"), *(len(row["system"]) for row in manifest["results"]))
-    print(f"  {'system':<{width}}  precision  {level + ' interval':<16}  recall  pooled recall  draws")
+    from .render.terminal import certifies_line, compare_text
 
-    def number(value):
-        return "n/a" if value is None else f"{value:.3f}"
-
-    for row in manifest["results"]:
-        interval = f"[{row['precision_ci_low']:.3f}, {row['precision_ci_high']:.3f}]"
-        print(
-            f"  {row['system']:<{width}}  {row['precision']:>9.3f}  {interval:<16}  {number(row['recall']):>6}  "
-            f"{number(row['pooled_recall']):>13}  {row['n_samples']:>5}"
-        )
-    for note in manifest["diagnostics"].get("notes", []):
-        print(f"note: {note}")
-    from .dataflow.compare_estimation import certifies_line  # kq30
-
+    print(compare_text(manifest))
     print(certifies_line(manifest))
     print(_shown(url))
     return EXIT_OK
@@ -1074,7 +1055,7 @@ def _role_lines(status: dict) -> list[str]:
     if quality is None:
         lines.append("judge quality: no item has both a judge and a gold verdict")
     else:
-        from .dataflow.summary import quality_text
+        from .render.terminal import quality_text
 
         lines.append("judge quality against gold: " + quality_text(quality))
     return lines
@@ -1200,7 +1181,6 @@ def _cmd_history(args) -> int:
     import warnings
 
     from .dataflow.history import DamagedRunWarning, write_history
-    from .redaction import terminal_text
 
     ranks = None
     if args.ranks is not None:
@@ -1217,12 +1197,9 @@ def _cmd_history(args) -> int:
             print(f"prdist: warning: {_one_line(warning.message)}", file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    changed = table[table["change"] != ""]
-    print(f"prdist history: {table['run_id'].nunique()} run(s) in {table['series'].nunique()} series, "
-          f"{len(changed)} certain change(s) ({(changed['change'] == 'down').sum()} down)")
-    for row in changed.itertuples():
-        print(f"  {terminal_text(row.series)}: run {terminal_text(row.run_id)} at rank {row.rank:,}: {row.change} "
-              f"(now [{row.precision_lower:.3f}, {row.precision_upper:.3f}])")
+    from .render.terminal import history_text
+
+    print(history_text(table))
     from .dataflow.history import judge_lines  # kq30: what gold-audited releases certify, the judge's drift
 
     lines, drifts = judge_lines(out, storage_options=options)

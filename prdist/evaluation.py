@@ -21,9 +21,9 @@ from ._validation import as_label_array, check_confidence, check_float, check_in
 from .bounds import PaulaBounds, paula_bounds
 from .errors import DataError, InputError, ParameterError
 from .plan import PaulaPlan, plan_paula
-from .plotting import plot_bounds
+from .render.plotting import plot_bounds
 from .ranking import as_key_array, rank_order
-from .report import render_report, render_summary
+from .render.report import render_report, render_summary
 
 __all__ = ["Evaluation", "evaluate", "parse_verdicts"]
 
@@ -202,7 +202,7 @@ class Evaluation:
         return pd.DataFrame({"rank": ranks, "precision": np.cumsum(self.truth) / ranks})
 
     def plot(self, ax=None):
-        """Draw the bounds on p(r) against the rank (log scale); see :func:`prdist.plotting.plot_bounds`.
+        """Draw the bounds on p(r) against the rank (log scale); see :func:`prdist.render.plotting.plot_bounds`.
 
         Returns the matplotlib Axes. Needs matplotlib (``pip install 'prdist[plot]'``).
         """

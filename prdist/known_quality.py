@@ -588,8 +588,8 @@ class GoldBounds:
         return self._inner.yield_upper(r)
 
     def plot(self, ax=None, *, exact=None):
-        """Draw the bounds (see :func:`prdist.plotting.plot_bounds`)."""
-        from .plotting import plot_bounds
+        """Draw the bounds (see :func:`prdist.render.plotting.plot_bounds`)."""
+        from .render.plotting import plot_bounds
 
         return plot_bounds(self, ax=ax, exact=exact)
 

@@ -1,7 +1,7 @@
 """Redaction: what may be logged, stored or shown of storage options and URLs.
 
 One list of secret words serves every place a credential could leak: the storage layer's logs and
-errors (:mod:`prdist.dataflow.storage`), the manifest and the report (:mod:`prdist.report`) and
+errors (:mod:`prdist.dataflow.storage`), the manifest and the report (:mod:`prdist.render`) and
 the release event (:mod:`flows.release`). Standard library only, so any layer may import it.
 
 - :func:`redact` masks secret-named values of storage options (recursively).

@@ -1,4 +1,4 @@
-"""Tests of prdist.report: structure, the numbers shown, escaping, secrets and the SVG plots.
+"""Tests of prdist.render.report: structure, the numbers shown, escaping, secrets and the SVG plots.
 
 Runs are built through the real core (plan_paula, paula_bounds, derived) on a synthetic ranked
 resource whose precision falls with depth, so the report sees the tables a run writes.
@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 from prdist import paula_bounds, plan_paula, precision_function
 from prdist.derived import average_precision_bounds, deepest_rank
 from prdist.errors import DataError, ParameterError
-from prdist.report import render_report
+from prdist.render import render_report
 
 XSS = "<script>alert(1)</script>"
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

@@ -15,7 +15,7 @@ import zlib
 import numpy as np
 import pytest
 
-from prdist.report import render_report
+from prdist.render import render_report
 from test_report import XSS, XSS_ESCAPED, make_run
 
 CHROMIUM = "/usr/bin/chromium"

@@ -35,7 +35,6 @@ __all__ = [
     "LabeledSample",
     "annotation_items",
     "attach_labels",
-    "certifies_line",
     "estimate_systems",
     "read_exhaustive",
     "write_compare",
@@ -171,13 +170,6 @@ def _quality_against_gold(lookup, text: np.ndarray, values: np.ndarray, gold: np
     judged = lookup.judged.reindex(text).fillna(False).to_numpy(dtype=bool)
     sources = {"annotators": np.where(judged, np.nan, values), "judge": lookup.roles.judge.reindex(text).to_numpy(dtype=np.float64)}
     return {name: verdict_quality(said, gold).to_dict() for name, said in sources.items() if (~np.isnan(said) & ~np.isnan(gold)).any()}
-
-
-def certifies_line(manifest: dict) -> str:
-    """What a comparison's intervals hold for, in one line for ``prdist compare``'s output."""
-    if manifest.get("certifies") == "gold":
-        return "certifies: gold (every drawn item has a gold verdict: the intervals are for the precision as gold says it)"
-    return "certifies: verdicts (the intervals are for the precision as the label store's verdicts say it)"
 
 
 def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None,

@@ -41,7 +41,7 @@ import pyarrow as pa
 from ..errors import DataError, InputError, ParameterError
 from ..history import JudgeRates, certain_changes, default_ranks, judge_drift, judge_rates, release_confidence
 from ..input_gate import expect, json_document, refusal
-from ..report import render_history
+from prdist.render.history import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
 from .storage import filesystem, info_or_none, join_url, modified_time, publish, resolve, write_parquet

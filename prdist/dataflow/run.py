@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError
-from ..report import render_report
+from prdist.render.report import render_report
 from . import evaluate as ev
 from . import exact
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
@@ -22,10 +22,9 @@ from ..history import default_ranks
 from .history import default_series, release_name, release_place
 from .parquet import Resource, open_resource
 from .select import select_ranks
-from .summary import assumptions_doubt
 from .storage import exists, filesystem, read_parquet, write_parquet
 
-__all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
+__all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "write_run"]
 
 
 def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
@@ -267,35 +266,3 @@ def cutoff_bounds(estimate: ev.Estimate, n: int) -> pd.DataFrame:
     rows = rows.reset_index(drop=True)
     rows.insert(1, "target", [targets.get(int(r)) for r in rows["rank"]])
     return rows
-
-
-def summary_markdown(outcome: RunOutcome) -> str:
-    """The Prefect artifact: what a reader of the flow run wants at a glance."""
-    m = outcome.manifest
-    c = m["counts"]
-    doubt = assumptions_doubt(m)
-    lines = [
-        "# prdist evaluation",
-        "",
-        f"- resource: `{m['input']['url']}` ({m['n']:,} items)",
-        f"- method: {m['params']['method']}, eps={m['params']['eps']}, window={m['params']['window']}",
-        f"- labels: {c['labeled']:,} of {c['annotations']:,} planned ({c['cannot_judge']:,} cannot judge, "
-        f"{c['disputed']:,} disputed, {c['awaiting']:,} awaiting)",
-        f"- run directory: `{outcome.url}` (report: `{outcome.url}/report.html`)",
-        "",
-        f"| precision target | deepest guaranteed rank{' (if the assumptions hold)' if doubt else ''} | score |",
-        "|---|---|---|",
-    ]
-    for row in m.get("cutoffs", []):
-        score = "\u2014" if row["score"] is None else f"{row['score']:.6g}"  # no guaranteed cut-off: no score
-        lines.append(f"| {row['target']:.2f} | {row['rank']:,} | {score} |")
-    d = m.get("diagnostics", {})
-    if doubt:
-        lines += ["", f"**Warning**: {doubt}; the guarantees above hold only if the assumptions do."]
-    elif c["labeled"] == 0:
-        lines += ["", "Diagnostics: no planned label is known yet, so there is nothing to test the assumptions on."]
-    elif "assumptions_plausible" in d:
-        lines += ["", f"Diagnostics: the {c['labeled']:,} labels known show no evidence against the assumptions."]
-    if outcome.missing:
-        lines += ["", f"**Awaiting labels**: {outcome.missing:,} items, task at `{outcome.task}`."]
-    return "\n".join(lines)

@@ -48,8 +48,8 @@ class ScoreModel(ABC):
         return f"{self.family}({args})"
 
     def plot(self, ax=None, *, kind: str = "pr"):
-        """Draw the exact PR (or ROC, ``kind="roc"``) curve; see :func:`prdist.plotting.plot_population`."""
-        from prdist.plotting import plot_population
+        """Draw the exact PR (or ROC, ``kind="roc"``) curve; see :func:`prdist.render.plotting.plot_population`."""
+        from prdist.render.plotting import plot_population
 
         return plot_population(self, ax=ax, kind=kind)
 
