@@ -135,7 +135,7 @@ class JudgeRates:
 
 def _rate(hits: int, trials: int, tail: float) -> tuple[float, float, float] | None:
     """(hits / trials, Clopper-Pearson lower, upper), each side with error ``tail``; None without trials."""
-    from .sampling import _clopper_pearson_lower, _clopper_pearson_upper
+    from prdist.sampling.random import _clopper_pearson_lower, _clopper_pearson_upper
 
     if trials == 0:
         return None

@@ -139,7 +139,7 @@ def _history():
             rows.append({"series": "s3://kb/<releases>", "place": place, "release": release, "run_id": f"id{place}",
                          "resource": f"s3://user:pw@kb/{release}?sig=1", "created": f"2026-11-0{place}T00:00:00",
                          "n": 5000, "rank": rank, "precision_lower": lo + shift, "precision_upper": lo + shift + 0.05,
-                         "change": change})
+                         "change": change, "certifies": "verdicts"})
     reports = {"id1": "file:///runs/id1/report.html", "id2": "s3://runs/id2/report.html", "id3": "https://x/id3/report.html"}
     return pd.DataFrame(rows), reports
 
@@ -202,7 +202,7 @@ DIGESTS = {
     'gold.report': '4332deece9817ea5',
     'gold.summary': '21e8affb46039d0f',
     'gold.terminal': '3bd319216daaf254',
-    'history': 'e763d8831ab763f7',
+    'history': '10fa6a5de563206f',  # issue 30: the Runs table's 'certifies' column, the header says what each certifies
     'history.terminal': 'bf9dec31894dface',
     'judged.log': '82ff22fb43ceceda',
     'judged.markdown': '362e9d8856d1f55e',
