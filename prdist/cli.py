@@ -1197,12 +1197,13 @@ def _cmd_history(args) -> int:
             print(f"prdist: warning: {_one_line(warning.message)}", file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    from .render.terminal import history_text
+    from .dataflow.history import read_judge_quality
+    from .redaction import terminal_text
+    from .render.terminal import history_text, judge_lines
 
     print(history_text(table))
-    from .dataflow.history import judge_lines  # kq30: what gold-audited releases certify, the judge's drift
-
-    lines, drifts = judge_lines(out, storage_options=options)
+    judges = read_judge_quality(out, storage_options=options)
+    lines, drifts = judge_lines(judges) if judges is not None else ([], [])
     for line in lines:
         print(terminal_text(line))
     for line in drifts:

@@ -47,7 +47,7 @@ from .artifacts import MANIFEST
 from .storage import filesystem, info_or_none, join_url, modified_time, publish, resolve, write_parquet
 
 __all__ = ["HISTORY_COLUMNS", "JUDGE_COLUMNS", "DamagedRunWarning", "judge_table", "RunRecord", "default_series", "history_table", "newest_changes",
-           "placed_releases", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]
+           "placed_releases", "read_judge_quality", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]
 
 INT64_MAX = (1 << 63) - 1
 HISTORY_COLUMNS = ("series", "place", "release", "run_id", "resource", "created", "n", "rank", "precision_lower", "precision_upper",
@@ -441,40 +441,15 @@ def _write_judges(judges: pd.DataFrame, out: str, storage_options) -> None:
         fs.rm(path)
 
 
-def judge_lines(out: str, *, storage_options=None) -> tuple[list[str], list[str]]:
-    """What ``prdist history`` prints of the judge_quality.parquet under ``out``: a line per release
-    (what it certifies, the judge's rates with their intervals, kappa) and a warning per drift."""
+def read_judge_quality(out: str, *, storage_options=None) -> pd.DataFrame | None:
+    """The judge_quality.parquet a history wrote under ``out``, or None where it wrote none
+    (no release of the history had a judge and a gold audit)."""
     url = join_url(out, JUDGE_FILE)
     fs, path = filesystem(url, storage_options)
     if info_or_none(fs, path, where=url) is None:
-        return [], []
+        return None
     with fs.open(path, "rb") as fh:
-        judges = pd.read_parquet(fh)
-    lines, warnings_, previous = [], [], {}
-    for row in judges.itertuples():
-        lines.append(f"  {row.series}: release {row.place} ({row.release}) certifies {row.certifies}; judge against gold on "
-                     f"{row.compared:,} audited items: sensitivity {_rate_text(row, 'sensitivity')}, specificity "
-                     f"{_rate_text(row, 'specificity')}, kappa {_figure(row.kappa)}")
-        if row.drift:
-            before = previous[row.series]
-            warnings_.append(f"{row.series}: the judge drifts between release {before.place} ({before.release}) and release "
-                             f"{row.place} ({row.release}): "
-                             + "; ".join(f"{name} {_rate_text(before, name)} then {_rate_text(row, name)}" for name in row.drift.split(", "))
-                             + " (disjoint intervals; every interval of the series holds at once with its confidence)")
-        if not np.isnan(row.confidence):
-            previous[row.series] = row
-    return lines, warnings_
-
-
-def _figure(value) -> str:
-    return "undefined" if value is None or np.isnan(value) else f"{value:.3f}"
-
-
-def _rate_text(row, name: str) -> str:
-    """A rate with its interval, e.g. ``0.912 [0.870, 0.944]``."""
-    low, high = getattr(row, f"{name}_lower"), getattr(row, f"{name}_upper")
-    interval = "" if np.isnan(low) else f" [{low:.3f}, {high:.3f}]"
-    return _figure(getattr(row, name)) + interval
+        return pd.read_parquet(fh)
 
 
 def newest_changes(table: pd.DataFrame) -> dict[str, pd.DataFrame]:

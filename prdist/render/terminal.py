@@ -7,13 +7,15 @@ reading of the run directory is the caller's (:mod:`prdist.dataflow.summary`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from prdist.bounds import within_gamma
 from prdist.redaction import terminal_text
 
-__all__ = ["assumptions_doubt", "awaiting_message", "certifies_line", "compare_text", "counts_message", "history_text",
+__all__ = ["assumptions_doubt", "awaiting_message", "certifies_line", "compare_text", "counts_message", "history_text", "judge_lines",
            "known_quality_lines", "quality_text", "run_summary_text"]
 
 
@@ -205,3 +207,33 @@ def certifies_line(manifest: dict) -> str:
     if manifest.get("certifies") == "gold":
         return "certifies: gold (every drawn item has a gold verdict: the intervals are for the precision as gold says it)"
     return "certifies: verdicts (the intervals are for the precision as the label store's verdicts say it)"
+
+
+def judge_lines(judges) -> tuple[list[str], list[str]]:
+    """What ``prdist history`` prints of its judge_quality.parquet (``judges``): a line per release
+    (what it certifies, the judge's rates with their intervals, kappa) and a warning per drift."""
+    lines, warnings_, previous = [], [], {}
+    for row in judges.itertuples():
+        lines.append(f"  {row.series}: release {row.place} ({row.release}) certifies {row.certifies}; judge against gold on "
+                     f"{row.compared:,} audited items: sensitivity {_rate_text(row, 'sensitivity')}, specificity "
+                     f"{_rate_text(row, 'specificity')}, kappa {_figure(row.kappa)}")
+        if row.drift:
+            before = previous[row.series]
+            warnings_.append(f"{row.series}: the judge drifts between release {before.place} ({before.release}) and release "
+                             f"{row.place} ({row.release}): "
+                             + "; ".join(f"{name} {_rate_text(before, name)} then {_rate_text(row, name)}" for name in row.drift.split(", "))
+                             + " (disjoint intervals; every interval of the series holds at once with its confidence)")
+        if not math.isnan(row.confidence):
+            previous[row.series] = row
+    return lines, warnings_
+
+
+def _figure(value) -> str:
+    return "undefined" if value is None or math.isnan(value) else f"{value:.3f}"
+
+
+def _rate_text(row, name: str) -> str:
+    """A rate with its interval, e.g. ``0.912 [0.870, 0.944]``."""
+    low, high = getattr(row, f"{name}_lower"), getattr(row, f"{name}_upper")
+    interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+    return _figure(getattr(row, name)) + interval
