@@ -400,7 +400,8 @@ def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkey
         return original(parquet, index, columns, display=display)
 
     monkeypatch.setattr(parquet_module, "read_group", spy)
-    items = cmp.item_columns(systems, drawn, wanted)
+    found = cmp.item_columns(systems, drawn, wanted)
+    items = found.items
     # Where each wanted key is in the first system that outputs it (one file: position // 5).
     expected, bytes_read = set(), 0
     for key in keys[wanted]:
@@ -413,7 +414,7 @@ def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkey
     for display, index, columns in expected:
         system = next(s for s in systems if displays_of(s)[0] == display)
         bytes_read += system.resource.bytes_of([index], columns)
-    assert items.attrs["bytes_read"] == bytes_read
+    assert found.bytes_read == bytes_read
     assert items["text"].tolist() == [
         f"text of {k} in {next(n for n, f in frames.items() if k in set(f['key']))}" for k in keys[wanted]
     ]
@@ -421,7 +422,7 @@ def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkey
     # Nothing wanted, nothing read.
     read.clear()
     none = cmp.item_columns(systems, drawn, np.zeros(keys.size, bool))
-    assert read == [] and len(none) == 0 and none.attrs["bytes_read"] == 0
+    assert read == [] and len(none.items) == 0 and none.bytes_read == 0
 
 
 def test_a_cluster_writes_the_same_annotation_task(tmp_path, dask_client):
@@ -590,7 +591,7 @@ def test_keys_of_a_system_without_item_columns_are_described_by_the_next_one(tmp
     systems = cmp.open_systems(write_systems(described, tmp_path, row_group_size=7))
     drawn = cmp.draw_sample(systems, cmp.CompareParams(budget=90, seed=3))
     keys = drawn.sample.keys
-    items = cmp.item_columns(systems, drawn, np.ones(keys.size, dtype=bool))
+    items = cmp.item_columns(systems, drawn, np.ones(keys.size, dtype=bool)).items
     assert len(items) == keys.size
     empty = 0
     for key, text in zip(keys, items["text"]):

@@ -887,9 +887,7 @@ def empty_result(resource: Resource, extras: list[str]) -> pd.DataFrame:
     key_type = resource.schema.field(resource.key).type
     keys = np.empty(0, dtype=np.int64 if _key_kind(key_type) == "int" else object)
     table = pa.table({name: pa.array([], type=resource.schema.field(name).type) for name in extras}) if extras else None
-    frame = result_frame(np.empty(0, dtype=np.int64), keys, np.empty(0), table)
-    frame.attrs = {"bytes_read": 0, "row_groups_read": 0}
-    return frame
+    return result_frame(np.empty(0, dtype=np.int64), keys, np.empty(0), table)
 
 
 def check_labels(frame: pd.DataFrame, label: str | None, where: str) -> None:
