@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from prdist.cli import main, parse_system
 from prdist.dataflow import compare as cmp
 from prdist.dataflow import parquet as parquet_module
+from prdist.dataflow import parquet_tasks
 from prdist.dataflow.labels import import_labels
 from prdist.errors import AwaitingLabels, DataError, InputError, ParameterError
 from prdist.importance import (
@@ -170,13 +171,13 @@ def test_uniform_draws_read_only_the_row_groups_holding_them(tmp_path, monkeypat
     systems = cmp.open_systems(urls)
     weights = cmp.system_weights(systems[0], SamplingDistribution.uniform())
     read = []
-    original = parquet_module.read_group
+    original = parquet_tasks.read_group
 
     def spy(parquet, index, columns, *, display):
         read.append((index, tuple(columns)))
         return original(parquet, index, columns, display=display)
 
-    monkeypatch.setattr(parquet_module, "read_group", spy)
+    monkeypatch.setattr(parquet_tasks, "read_group", spy)
     keys, _ = cmp.draw_items(systems[0], weights, 5, np.random.default_rng(4))
     # The draws are rows floor(u N) of the same uniforms; row r lives in row group r // 10.
     rows = np.floor(np.random.default_rng(4).random(5) * n).astype(int)
@@ -393,13 +394,13 @@ def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkey
     keys = drawn.sample.keys
     wanted = np.arange(keys.size) % 3 == 0
     read = []
-    original = parquet_module.read_group
+    original = parquet_tasks.read_group
 
     def spy(parquet, index, columns, *, display):
         read.append((display, index, tuple(columns)))
         return original(parquet, index, columns, display=display)
 
-    monkeypatch.setattr(parquet_module, "read_group", spy)
+    monkeypatch.setattr(parquet_tasks, "read_group", spy)
     found = cmp.item_columns(systems, drawn, wanted)
     items = found.items
     # Where each wanted key is in the first system that outputs it (one file: position // 5).

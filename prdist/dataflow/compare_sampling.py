@@ -28,16 +28,8 @@ from .compare_params import CompareParams, System, allocate_budget
 from .executor import map_shuffle, run_tasks
 from .extract import extract
 from .extraction import Extraction
-from .parquet import (
-    DEFAULT_PARTITION_ROWS,
-    Partition,
-    RowGroupReader,
-    displays,
-    keys_of,
-    open_parquet,
-    row_groups_of,
-    scores_of,
-)
+from .parquet import DEFAULT_PARTITION_ROWS, Partition, displays, open_parquet
+from .parquet_tasks import RowGroupReader, keys_of, row_groups_of, scores_of
 
 __all__ = [
     "DEFAULT_BUCKET_ROWS",

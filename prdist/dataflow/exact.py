@@ -40,7 +40,8 @@ from ..errors import DataError
 from ..ranking import as_key_array, descending_ordinal, key_hash
 from .executor import map_reduce
 from .extract import extract
-from .parquet import Resource, displays, keys_of, row_groups_of, scores_of
+from .parquet import Resource, displays
+from .parquet_tasks import keys_of, row_groups_of, scores_of
 
 __all__ = ["exact_precision"]
 

@@ -24,24 +24,18 @@ from .._validation import check_int
 from ..errors import DataError
 from ..ranking import sorted_block_order
 from .executor import run_tasks
+from .extraction import Extraction, check_labels, empty_result, result_frame
 from .parquet import (
     DEFAULT_PARTITION_ROWS,
     Resource,
-    check_labels,
-    check_unique,
     displays,
-    empty_result,
     footers_of,
-    keys_of,
     open_parquet,
     open_resource,  # noqa: F401 (doctests)
     order_from_statistics,
-    read_group,
     refs_of,
-    result_frame,
-    scores_of,
 )
-from .extraction import Extraction
+from .parquet_tasks import check_unique, keys_of, read_group, scores_of
 from .select import requested_positions, select_positions, selection
 
 __all__ = ["DEFAULT_BLOCK_ROWS", "extract", "extract_ranks", "sorted_extraction"]

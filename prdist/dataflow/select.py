@@ -49,7 +49,7 @@ intervals, the bins of the next pass, the split of the counts) and the final ord
 candidates (:func:`prdist.ranking.rank_sort`). Runs many times, in tasks, through
 :mod:`prdist.dataflow.executor` (``client=None``: in-process): :func:`_histogram_task` (merged by
 ``map_reduce``'s tree), :func:`_extract_task` and the uniqueness tasks, each reading its row
-groups with :func:`prdist.dataflow.parquet.row_groups_of`.
+groups with :func:`prdist.dataflow.parquet_tasks.row_groups_of`.
 """
 
 from __future__ import annotations
@@ -66,22 +66,9 @@ from .._validation import check_int
 from ..errors import DataError
 from ..ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
 from .executor import map_reduce, run_tasks
-from .extraction import Extraction
-from .parquet import (
-    DEFAULT_PARTITION_ROWS,
-    Partition,
-    Resource,
-    check_labels,
-    check_ranks,
-    check_unique,
-    displays,
-    empty_result,
-    extra_columns,
-    keys_of,
-    result_frame,
-    row_groups_of,
-    scores_of,
-)
+from .extraction import Extraction, check_labels, check_ranks, empty_result, extra_columns, result_frame
+from .parquet import DEFAULT_PARTITION_ROWS, Partition, Resource, displays
+from .parquet_tasks import check_unique, keys_of, row_groups_of, scores_of
 
 __all__ = ["DEFAULT_CAP", "DEFAULT_MAX_CANDIDATES", "DEFAULT_HISTOGRAM_BINS", "check_unique_keys", "select_ranks", "selection"]
 
