@@ -54,7 +54,7 @@ from distributed import Client, LocalCluster
 from prdist import population
 from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
 from prdist.dataflow import open_resource
-from prdist.dataflow.select import select_ranks
+from prdist.dataflow.select import selection
 from prdist.dataflow.synth import SYNTH_MARKER, write_synthetic
 from prdist.plan import plan_paula
 
@@ -145,8 +145,7 @@ def paula_select(path: str, client):
     """PAULA's way: open (metadata only), plan, select the planned ranks without a sort."""
     resource = open_resource(path, label="label")
     plan = plan_paula(resource.n, eps=0.03, window=100)
-    frame = select_ranks(resource, plan.ranks, client=client)
-    return plan, frame
+    return plan, selection(resource, plan.ranks, client=client)
 
 
 def _take(frame: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
@@ -250,8 +249,8 @@ def main(argv=None) -> None:
                             started = time.perf_counter()
                             if method == "prdist select_ranks":
                                 plan, result = paula_select(path, client)
-                                error, note = None, (f"{result.attrs['passes']} passes, "
-                                                     f"{result.attrs['candidates']:,} candidates")
+                                error, note = None, f"{result.passes} passes, {result.candidates:,} candidates"
+                                result = result.items
                             else:
                                 result, error = run_with_timeout(
                                     lambda: dask_sort_select(path, plan.ranks, client), args.timeout)

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from prdist.dataflow.executor import THREADS
 from prdist.dataflow.parquet import open_resource
-from prdist.dataflow.select import select_ranks
+from prdist.dataflow.select import selection
 from prdist.plan import plan_paula
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,15 +58,14 @@ def main() -> None:
     for _ in range(args.repeats):
         floors.append(scan_floor(path))
         started = time.perf_counter()
-        frame = select_ranks(resource, ranks)
+        found = selection(resource, ranks)
         selects.append(time.perf_counter() - started)
         print(f"  round: floor {floors[-1]:.2f} s, select {selects[-1]:.2f} s (load {os.getloadavg()[0]:.2f})", flush=True)
-    a = frame.attrs
     print(f"\n## n = {resource.n:,} unsorted, {ranks.size:,} planned ranks, {THREADS} threads"
           f"  (load average {', '.join(f'{x:.2f}' for x in os.getloadavg())})")
     print(f"floor, one pyarrow read of key, score and label: best {min(floors):.2f} s ({total / 1e9:.2f} GB)")
-    print(f"select_ranks: best {min(selects):.2f} s, {a['passes']} passes, {a['candidates']:,} candidates, "
-          f"{a['bytes_read'] / 1e9:.2f} GB read ({a['bytes_read'] / total:.2f}x the resource)")
+    print(f"select_ranks: best {min(selects):.2f} s, {found.passes} passes, {found.candidates:,} candidates, "
+          f"{found.bytes_read / 1e9:.2f} GB read ({found.bytes_read / total:.2f}x the resource)")
     print(f"select / floor: {min(selects) / min(floors):.2f}x (goal <= 3x)")
 
 

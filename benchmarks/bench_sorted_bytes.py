@@ -10,7 +10,7 @@ on the row-group size (a window of 100 ranks costs a whole row group), so severa
 
 Bytes are reported four ways:
 
-- accounted: ``extract_ranks(...).attrs["bytes_read"]``, the compressed bytes of the column
+- accounted: ``sorted_extraction(...).bytes_read``, the compressed bytes of the column
   chunks it read, from the Parquet metadata, against the same columns' bytes in the whole
   resource (the full scan's bytes);
 - measured: the bytes the Parquet reader actually got from storage, counted at the file object
@@ -65,6 +65,7 @@ from distributed import Client, LocalCluster
 from prdist import population
 from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
 from prdist.dataflow import extract_ranks, open_resource
+from prdist.dataflow.extract import sorted_extraction
 from prdist.dataflow.synth import write_synthetic
 from prdist.plan import plan_paula
 
@@ -152,7 +153,7 @@ def paula_extract(url, storage_options, client):
     """PAULA's way: open (footers only), plan, read the row groups holding the planned ranks."""
     resource = open_resource(url, storage_options=storage_options, label="label")
     plan = plan_paula(resource.n, eps=EPS, window=WINDOW)
-    return resource, plan, extract_ranks(resource, plan.ranks, client=client)
+    return resource, plan, sorted_extraction(resource, plan.ranks, client=client)
 
 
 def measured_bytes(resource, ranks):
@@ -227,7 +228,7 @@ def measure(storage: str, url: str, options, client, *, group_rows: int, repeats
     paula_s = peer_s = inprocess_s = math.inf
     for _ in range(repeats):
         started = time.perf_counter()
-        resource, plan, frame = paula_extract(url, options, client)
+        resource, plan, found = paula_extract(url, options, client)
         paula_s = min(paula_s, time.perf_counter() - started)
         got, reads, seconds, counted_frame = measured_bytes(resource, plan.ranks)
         inprocess_s = min(inprocess_s, seconds)
@@ -238,11 +239,11 @@ def measure(storage: str, url: str, options, client, *, group_rows: int, repeats
     total_files = sum(resource.fs.size(path) for path in resource.files)
     row = dict(
         storage=storage, n=resource.n, group_rows=group_rows, planned=plan.size,
-        groups_read=frame.attrs["row_groups_read"], groups=len(resource.row_groups),
-        accounted=frame.attrs["bytes_read"], total_columns=total_columns,
+        groups_read=found.row_groups_read, groups=len(resource.row_groups),
+        accounted=found.bytes_read, total_columns=total_columns,
         measured=got, reads=reads, total_files=total_files, footers=footer_bytes(resource),
         paula_s=paula_s, inprocess_s=inprocess_s, peer_s=peer_s,
-        same=same_items(frame, peer) and same_items(frame, counted_frame),
+        same=same_items(found.items, peer) and same_items(found.items, counted_frame),
         load=f"{load_before:.1f}-{load():.1f}",
     )
     print(f"  {storage}: {row['groups_read']}/{row['groups']} row groups, accounted "

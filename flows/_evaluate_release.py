@@ -89,8 +89,8 @@ def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: st
 def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: str | None, audit: np.ndarray | None = None):
     from prdist.dataflow.run import read_items
 
-    items = read_items(items_url, resource)
-    return items, ev.resolve_labels(items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options,
+    extraction = read_items(items_url, resource)
+    return extraction, ev.resolve_labels(extraction.items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options,
                                     rule=params.aggregate, judge_column=params.judge_column, audit=audit)
 
 
@@ -117,8 +117,8 @@ def exact_task(resource, bounds_ranks: np.ndarray, items, scheduler: str | None)
 
 
 @step(**IO_RETRIES)
-def write_task(resource, planned, items, resolution, estimate, params, out: str, bands, exact, series: str | None) -> RunOutcome:
-    return write_run(resource, planned, items, resolution, estimate, params, out=out, bands=bands, exact=exact, series=series)
+def write_task(resource, planned, extraction, resolution, estimate, params, out: str, bands, exact, series: str | None) -> RunOutcome:
+    return write_run(resource, planned, extraction, resolution, estimate, params, out=out, bands=bands, exact=exact, series=series)
 
 
 def evaluate_release(
@@ -182,12 +182,13 @@ def _compute(res, planned, params: ev.EvaluationParams, *, out: str, labels: str
              series: str | None):
     """Extract, label, estimate, (bands, exact precision), write: the run's outcome and its cut-off bounds."""
     items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
-    items, resolution = labels_task(items_url, res, params, labels, planned.in_audit)
+    extraction, resolution = labels_task(items_url, res, params, labels, planned.in_audit)
+    items = extraction.items
     est = estimate_task(planned, resolution.labels, params, resolution.certified_gold, resolution.judge)
     pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
     # In simulation the truth is known: record the exact precision beside the bounds.
     exact = exact_task(res, est.bounds["rank"].to_numpy(), items, scheduler) if params.oracle_column else None
-    outcome = write_task(res, planned, items, resolution, est, params, out, pr_bands, exact, series)
+    outcome = write_task(res, planned, extraction, resolution, est, params, out, pr_bands, exact, series)
     return outcome, cutoff_bounds(est, res.n)
 
 

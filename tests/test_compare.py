@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from prdist.cli import main, parse_system
 from prdist.dataflow import compare as cmp
 from prdist.dataflow import parquet as parquet_module
+from prdist.dataflow import parquet_tasks
 from prdist.dataflow.labels import import_labels
 from prdist.errors import AwaitingLabels, DataError, InputError, ParameterError
 from prdist.importance import (
@@ -170,13 +171,13 @@ def test_uniform_draws_read_only_the_row_groups_holding_them(tmp_path, monkeypat
     systems = cmp.open_systems(urls)
     weights = cmp.system_weights(systems[0], SamplingDistribution.uniform())
     read = []
-    original = parquet_module.read_group
+    original = parquet_tasks.read_group
 
     def spy(parquet, index, columns, *, display):
         read.append((index, tuple(columns)))
         return original(parquet, index, columns, display=display)
 
-    monkeypatch.setattr(parquet_module, "read_group", spy)
+    monkeypatch.setattr(parquet_tasks, "read_group", spy)
     keys, _ = cmp.draw_items(systems[0], weights, 5, np.random.default_rng(4))
     # The draws are rows floor(u N) of the same uniforms; row r lives in row group r // 10.
     rows = np.floor(np.random.default_rng(4).random(5) * n).astype(int)
@@ -393,14 +394,15 @@ def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkey
     keys = drawn.sample.keys
     wanted = np.arange(keys.size) % 3 == 0
     read = []
-    original = parquet_module.read_group
+    original = parquet_tasks.read_group
 
     def spy(parquet, index, columns, *, display):
         read.append((display, index, tuple(columns)))
         return original(parquet, index, columns, display=display)
 
-    monkeypatch.setattr(parquet_module, "read_group", spy)
-    items = cmp.item_columns(systems, drawn, wanted)
+    monkeypatch.setattr(parquet_tasks, "read_group", spy)
+    found = cmp.item_columns(systems, drawn, wanted)
+    items = found.items
     # Where each wanted key is in the first system that outputs it (one file: position // 5).
     expected, bytes_read = set(), 0
     for key in keys[wanted]:
@@ -413,7 +415,7 @@ def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkey
     for display, index, columns in expected:
         system = next(s for s in systems if displays_of(s)[0] == display)
         bytes_read += system.resource.bytes_of([index], columns)
-    assert items.attrs["bytes_read"] == bytes_read
+    assert found.bytes_read == bytes_read
     assert items["text"].tolist() == [
         f"text of {k} in {next(n for n, f in frames.items() if k in set(f['key']))}" for k in keys[wanted]
     ]
@@ -421,7 +423,7 @@ def test_item_columns_read_only_the_row_groups_of_awaiting_keys(tmp_path, monkey
     # Nothing wanted, nothing read.
     read.clear()
     none = cmp.item_columns(systems, drawn, np.zeros(keys.size, bool))
-    assert read == [] and len(none) == 0 and none.attrs["bytes_read"] == 0
+    assert read == [] and len(none.items) == 0 and none.bytes_read == 0
 
 
 def test_a_cluster_writes_the_same_annotation_task(tmp_path, dask_client):
@@ -590,7 +592,7 @@ def test_keys_of_a_system_without_item_columns_are_described_by_the_next_one(tmp
     systems = cmp.open_systems(write_systems(described, tmp_path, row_group_size=7))
     drawn = cmp.draw_sample(systems, cmp.CompareParams(budget=90, seed=3))
     keys = drawn.sample.keys
-    items = cmp.item_columns(systems, drawn, np.ones(keys.size, dtype=bool))
+    items = cmp.item_columns(systems, drawn, np.ones(keys.size, dtype=bool)).items
     assert len(items) == keys.size
     empty = 0
     for key, text in zip(keys, items["text"]):

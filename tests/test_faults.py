@@ -234,8 +234,8 @@ def test_racing_attempts_of_one_run_commit_once(tmp_path, small_release, dask_cl
     params = ev.EvaluationParams(eps=0.1, window=20, oracle_column="label")
     planned = ev.make_plan(resource.n, params)
     staging = ev.staging_url(str(tmp_path / "runs"), resource, params)
-    items = run_module.read_items(run_module.extract_items(resource, planned.ranks, client=dask_client, staging=staging), resource)
-    resolution = ev.resolve_labels(items, oracle_column="label")
+    extraction = run_module.read_items(run_module.extract_items(resource, planned.ranks, client=dask_client, staging=staging), resource)
+    resolution = ev.resolve_labels(extraction.items, oracle_column="label")
     estimate = ev.estimate(planned, resolution.labels, params)
 
     both_at_commit = threading.Barrier(2, timeout=60)
@@ -247,7 +247,7 @@ def test_racing_attempts_of_one_run_commit_once(tmp_path, small_release, dask_cl
 
     monkeypatch.setattr(RunDirectory, "commit", commit_together)
     with ThreadPoolExecutor(2) as pool:
-        outcomes = list(pool.map(lambda _: run_module.write_run(resource, planned, items, resolution, estimate, params,
+        outcomes = list(pool.map(lambda _: run_module.write_run(resource, planned, extraction, resolution, estimate, params,
                                                                 out=str(tmp_path / "runs"), bands=None), range(2)))
     assert outcomes[0].url == outcomes[1].url
     assert sorted(o.reused for o in outcomes) == [False, True]  # one committed, one found it committed

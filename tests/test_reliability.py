@@ -705,7 +705,7 @@ def test_keys_that_cannot_be_shown_or_stored_as_they_are_are_refused_up_front(ke
     assert_refused(["run", "--resource", str(root), "--out", str(tmp_path / "runs"), "--scheduler", dask_client.scheduler.address],
                    says=[says], watched=[tmp_path])
     pq.write_table(pa.table({"key": keys, "score": [0.9, 0.5, 0.1]}), tmp_path / "no-stats.parquet", write_statistics=False)
-    from prdist.dataflow.parquet import keys_of
+    from prdist.dataflow.parquet_tasks import keys_of
 
     with pytest.raises(InputError, match=says):
         keys_of(pq.read_table(tmp_path / "no-stats.parquet"), "key", "no-stats.parquet")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from prdist.dataflow import extract_ranks, open_resource, verify_order
 from prdist.ranking import descending_ordinal, rank_sort, sorted_block_order
+from prdist.dataflow.extract import sorted_extraction
 from prdist.dataflow.select import select_ranks
 from prdist.dataflow.storage import write_parquet
 from prdist.errors import DataError, InputError, ParameterError
@@ -232,10 +233,10 @@ def test_extraction_reads_only_the_row_groups_that_hold_the_ranks(tmp_path):
     root = write_files(tmp_path / "r", {"key": keys, "score": scores, "payload": rng.random(n)}, files=5, row_group_size=1000)
     res = open_resource(root)
     total = res.bytes_of(range(len(res.row_groups)), ["key", "score"])
-    out = extract_ranks(res, [1, 2, 25_500, 50_000])
-    assert out["key"].tolist() == oracle(keys, scores, [1, 2, 25_500, 50_000]).tolist()
-    assert out.attrs["row_groups_read"] == 3
-    assert out.attrs["bytes_read"] == res.bytes_of([0, 25, 49], ["key", "score"]) < total / 10
+    found = sorted_extraction(res, [1, 2, 25_500, 50_000])
+    assert found.items["key"].tolist() == oracle(keys, scores, [1, 2, 25_500, 50_000]).tolist()
+    assert found.row_groups_read == 3
+    assert found.bytes_read == res.bytes_of([0, 25, 49], ["key", "score"]) < total / 10
     with_payload = extract_ranks(res, [3], columns=["payload"])
     assert with_payload.columns.tolist() == ["rank", "key", "score", "payload"]
     assert with_payload["payload"].iloc[0] == pq.read_table(root).column("payload")[2].as_py()
@@ -276,11 +277,11 @@ def test_a_tie_run_larger_than_a_block_goes_through_bounded_selection(tmp_path, 
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=3, row_group_size=1500)
     res = open_resource(root)
     ranks = np.array([1, 4999, 5000, 5001, 5002, 6000, 15_000, 24_999, 25_000, 25_001, 30_000])
-    direct = extract_ranks(res, ranks)
-    bounded = extract_ranks(res, ranks, client=dask_client, max_block_rows=5000)
-    assert (direct["key"].to_numpy() == oracle(keys, scores, ranks)).all()
-    assert direct.equals(bounded)
-    assert direct.attrs["row_groups_read"] == bounded.attrs["row_groups_read"]
+    direct = sorted_extraction(res, ranks)
+    bounded = sorted_extraction(res, ranks, client=dask_client, max_block_rows=5000)
+    assert (direct.items["key"].to_numpy() == oracle(keys, scores, ranks)).all()
+    assert direct.items.equals(bounded.items)
+    assert direct.row_groups_read == bounded.row_groups_read
 
 
 def test_duplicate_keys_and_bad_labels_in_the_rows_read_are_errors(tmp_path):
@@ -304,9 +305,9 @@ def test_unsorted_input_is_refused_with_the_alternative(tmp_path):
 
 def test_no_ranks_give_an_empty_frame_with_the_columns(tmp_path):
     root = write_files(tmp_path / "r", {"key": ["a", "b"], "score": [0.9, 0.1], "label": [1, 0]})
-    out = extract_ranks(open_resource(root, label="label"), [])
-    assert out.columns.tolist() == ["rank", "key", "score", "label"] and len(out) == 0
-    assert out.attrs == {"bytes_read": 0, "row_groups_read": 0}
+    found = sorted_extraction(open_resource(root, label="label"), [])
+    assert found.items.columns.tolist() == ["rank", "key", "score", "label"] and len(found.items) == 0
+    assert (found.bytes_read, found.row_groups_read) == (0, 0)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

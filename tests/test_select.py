@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from prdist.dataflow import open_resource
 from prdist.ranking import descending_ordinal
-from prdist.dataflow.select import DEFAULT_MAX_CANDIDATES, _linear_bins, _linear_edges, _linear_slots, check_unique_keys, select_ranks
+from prdist.dataflow.select import DEFAULT_MAX_CANDIDATES, _linear_bins, _linear_edges, _linear_slots, check_unique_keys, select_ranks, selection
 from prdist.dataflow.storage import write_parquet
 from prdist.errors import DataError, ParameterError
 from prdist.plan import plan_paula
@@ -75,15 +75,16 @@ def test_a_paula_plan_on_heavily_tied_scores_equals_a_full_sort(tmp_path, dask_c
     res = open_resource(root, label="label")
     assert not res.is_sorted_claim()
     ranks = plan_paula(n, eps=0.05, window=50).ranks
-    out = select_ranks(res, ranks, client=dask_client, max_candidates=max_candidates)
+    found = selection(res, ranks, client=dask_client, max_candidates=max_candidates)
+    out = found.items
     check_against_oracle(out, keys, scores, ranks, labels)
     # Bounded work: a few passes, and candidates near the requested count (cap 1024 each), or
     # within the budget of candidates.
-    assert out.attrs["passes"] <= 4
-    bound = max(len(ranks) + 1024 * out.attrs["intervals"], max_candidates)
-    assert out.attrs["candidates"] <= bound
+    assert found.passes <= 4
+    bound = max(len(ranks) + 1024 * found.intervals, max_candidates)
+    assert found.candidates <= bound
     if max_candidates == 0:
-        assert out.attrs["candidates"] < n / 10
+        assert found.candidates < n / 10
 
 
 def test_a_giant_tie_is_resolved_by_hash_without_extracting_it(tmp_path, dask_client):
@@ -95,10 +96,11 @@ def test_a_giant_tie_is_resolved_by_hash_without_extracting_it(tmp_path, dask_cl
     above = int((scores > 0.5).sum())
     # Ranks inside the tie run, at both of its ends and around it.
     ranks = np.r_[1:20, above - 3:above + 40, above + tie // 2 + np.arange(60), above + tie - 5:above + tie + 5, n]
-    out = select_ranks(res, ranks, client=dask_client, cap=256, max_candidates=0)
+    found = selection(res, ranks, client=dask_client, cap=256, max_candidates=0)
+    out = found.items
     check_against_oracle(out, keys, scores, ranks)
-    assert out.attrs["candidates"] <= len(np.unique(ranks)) + 256 * out.attrs["intervals"]
-    assert out.attrs["candidates"] < tie / 20, "the tie run itself is never materialised"
+    assert found.candidates <= len(np.unique(ranks)) + 256 * found.intervals
+    assert found.candidates < tie / 20, "the tie run itself is never materialised"
 
 
 def test_every_score_equal(tmp_path):
@@ -107,9 +109,10 @@ def test_every_score_equal(tmp_path):
     scores = np.zeros(n)
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=2, row_group_size=3000)
     ranks = [1, 2, 10_000, 19_999, 20_000]
-    out = select_ranks(open_resource(root), ranks, cap=64, max_candidates=0)
+    found = selection(open_resource(root), ranks, cap=64, max_candidates=0)
+    out = found.items
     check_against_oracle(out, keys, scores, ranks)
-    assert out.attrs["candidates"] < 1000
+    assert found.candidates < 1000
 
 
 def test_continuous_scores_a_million_rows(tmp_path, dask_client):
@@ -119,12 +122,13 @@ def test_continuous_scores_a_million_rows(tmp_path, dask_client):
     scores = rng.normal(size=n)
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=4, row_group_size=125_000)
     ranks = plan_paula(n, eps=0.03, window=100).ranks
-    out = select_ranks(open_resource(root), ranks, client=dask_client)
+    found = selection(open_resource(root), ranks, client=dask_client)
+    out = found.items
     check_against_oracle(out, keys, scores, ranks)
     # Equal score bins over the statistics' range: one histogram pass, then the extraction.
-    assert out.attrs["passes"] == 2
-    narrowed = select_ranks(open_resource(root), ranks, max_candidates=0, histogram_bins=256)
-    assert narrowed.equals(out) and narrowed.attrs["passes"] > 2
+    assert found.passes == 2
+    narrowed = selection(open_resource(root), ranks, max_candidates=0, histogram_bins=256)
+    assert narrowed.items.equals(out) and narrowed.passes > 2
 
 
 def test_score_types_signs_and_missing_statistics(tmp_path):
@@ -258,9 +262,10 @@ def test_select_on_s3(s3_server, s3_url, dask_client):
     n = 40_000
     res, keys, scores, labels = _s3_resource(s3_server, s3_url, n, 7)
     ranks = plan_paula(n, eps=0.1, window=20).ranks
-    out = select_ranks(res, ranks, client=dask_client, cap=128)
+    found = selection(res, ranks, client=dask_client, cap=128)
+    out = found.items
     check_against_oracle(out, keys, scores, ranks, labels)
-    assert 0 < out.attrs["bytes_read"] < 3 * res.bytes_of(range(len(res.row_groups)), ["key", "score", "label"])
+    assert 0 < found.bytes_read < 3 * res.bytes_of(range(len(res.row_groups)), ["key", "score", "label"])
     # What a task receives travels to worker processes by pickle, credentials included.
     clone = pickle.loads(pickle.dumps(res))
     assert select_ranks(clone, ranks[:50], cap=128).equals(out.iloc[:50])

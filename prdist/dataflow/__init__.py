@@ -2,11 +2,14 @@
 
 - :mod:`~prdist.dataflow.storage`: URLs, storage options and credentials (redacted), create-only
   writes that never leave anything half-written, readable storage errors.
-- :mod:`~prdist.dataflow.parquet`: open a resource from its Parquet metadata; the readers tasks use.
+- :mod:`~prdist.dataflow.parquet`: open a resource from its Parquet metadata, once (metadata first);
+  :mod:`~prdist.dataflow.parquet_tasks`: the readers tasks run, many times.
+- :mod:`~prdist.dataflow.extraction`: what an extraction is asked and returns (an
+  :class:`~prdist.dataflow.extraction.Extraction`: the items and what reading them cost).
 - :mod:`~prdist.dataflow.executor`: the one way work runs on Dask (``client=None``: in-process).
 - :mod:`~prdist.dataflow.order`: verify a claim of sorted order.
 - :mod:`~prdist.dataflow.extract`: ranks of a sorted resource, reading only the row groups that
-  hold them.
+  hold them; :func:`~prdist.dataflow.extract.extract` for any resource (sorted or not).
 - :mod:`~prdist.dataflow.select`: the items at given ranks of an unsorted resource, without a
   sort or a shuffle.
 - :mod:`~prdist.dataflow.exact`: the exact precision of a simulation at given ranks, counted in
@@ -29,7 +32,8 @@ import importlib
 #: so that a command reading one module (the label store, a run's manifest) loads no others.
 _LAZY = {
     **dict.fromkeys(("OrderCheck", "Resource", "open_resource"), "parquet"),
-    "extract_ranks": "extract",
+    **dict.fromkeys(("extract", "extract_ranks"), "extract"),
+    "Extraction": "extraction",
     "verify_order": "order",
     **dict.fromkeys(("import_labels", "keys_missing_from", "lookup_labels"), "labels"),
     "write_ranked_copy": "ranked",

@@ -28,6 +28,7 @@ from ..importance import JointSample, estimate_precision, estimate_recall
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .compare_params import CompareParams
 from .compare_sampling import DrawnSample
+from .extraction import Extraction
 from .labels import export_annotation_task, lookup_labels, normalise_keys, read_label_file
 
 __all__ = [
@@ -303,12 +304,12 @@ def _sample_table(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
 def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: CompareParams, *, out: str,
                   frame: pd.DataFrame | None = None, diagnostics: dict | None = None, labels: str | None = None,
                   exhaustive: ExhaustiveSample | None = None, storage_options=None,
-                  items: pd.DataFrame | None = None) -> RunOutcome:
+                  items: Extraction | None = None) -> RunOutcome:
     """Write one comparison's run directory under ``out``, the manifest last.
 
     Complete (every drawn item labeled): ``compare.parquet``, ``sample.parquet``, ``manifest.json``.
     Awaiting labels: ``sample.parquet``, ``annotation_task.csv`` / ``.jsonl`` (each awaiting key
-    with ``items``, its item columns, see :func:`annotation_items`) and the manifest
+    with its item columns from ``items``, see :func:`annotation_items`) and the manifest
     (``awaiting_labels: true``). The run id hashes the systems' fingerprints, the parameters, the
     exhaustive sample and the drawn items' labels: a rerun with the same inputs and labels finds
     the committed run and writes nothing; new labels make a new run.
@@ -331,7 +332,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     task_url = None
     results = None
     if missing:
-        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting, items), run.url,
+        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting, None if items is None else items.items), run.url,
                                              storage_options=storage_options)
     else:
         run.write_table("compare.parquet", frame)
@@ -379,7 +380,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
         "annotation_task": task_url,
         "versions": versions(),
         "timings": drawn.stats["seconds"],
-        "bytes_read": {**drawn.stats["bytes_read"], "items": int(0 if items is None else items.attrs.get("bytes_read", 0))},
+        "bytes_read": {**drawn.stats["bytes_read"], "items": 0 if items is None else items.bytes_read},
         "dask": {"join_tasks": drawn.stats["join_tasks"], "buckets": drawn.stats["buckets"]},
     }
     return commit_run(run, manifest, missing, task_url)

@@ -27,18 +27,10 @@ from prdist.importance.systems import SCORE_POWER, TOP_K, UNIFORM
 from ..ranking import RankPosition, descending_ordinal, key_hash
 from .compare_params import CompareParams, System, allocate_budget
 from .executor import map_shuffle, run_tasks
-from .extract import extract_ranks
-from .parquet import (
-    DEFAULT_PARTITION_ROWS,
-    Partition,
-    RowGroupReader,
-    displays,
-    keys_of,
-    open_parquet,
-    row_groups_of,
-    scores_of,
-)
-from .select import select_ranks
+from .extract import extract
+from .extraction import Extraction
+from .parquet import DEFAULT_PARTITION_ROWS, Partition, displays, open_parquet
+from .parquet_tasks import RowGroupReader, keys_of, row_groups_of, scores_of
 
 __all__ = [
     "DEFAULT_BUCKET_ROWS",
@@ -185,9 +177,9 @@ def system_weights(system: System, distribution: SamplingDistribution, *, client
                 f"Top-k sampling with k = {k} needs at least k items, and system {system.name!r} "
                 f"has {res.n}. Lower k."
             )
-        find = extract_ranks if res.is_sorted_claim() else select_ranks
-        item = find(res, [k], client=client, columns=[])
-        bytes_read += int(item.attrs.get("bytes_read", 0))
+        found = extract(res, [k], client=client, columns=[])
+        item = found.items
+        bytes_read += found.bytes_read
         key_k, score_k = item["key"].iloc[0], float(item["score"].iloc[0])
         key_k = int(key_k) if res.key_kind == "int" else str(key_k)
         spec = _WeightSpec(TOP_K, threshold=RankPosition.of(score_k, key_k))
@@ -585,7 +577,7 @@ def _nullable_integers(dtype: pa.DataType):
     return pd.Int64Dtype() if pa.types.is_integer(dtype) and not pa.types.is_uint64(dtype) else None
 
 
-def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None) -> pd.DataFrame:
+def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None) -> Extraction:
     """The item columns of the drawn keys ``wanted``, read where the join found them.
 
     Every key's columns come from the *first* system (in the order given) that outputs it and has
@@ -609,9 +601,10 @@ def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None
 
     Returns
     -------
-    pandas.DataFrame
-        One row per wanted key, in the order of ``drawn.sample.keys``: the union of the systems'
-        item columns (the first system's first). ``attrs["bytes_read"]``: compressed bytes read.
+    Extraction
+        ``items``: one row per wanted key, in the order of ``drawn.sample.keys``, the union of
+        the systems' item columns (the first system's first); ``bytes_read``: the compressed
+        bytes read.
     """
     systems = tuple(systems)
     wanted = np.asarray(wanted, dtype=bool)
@@ -640,8 +633,7 @@ def item_columns(systems, drawn: DrawnSample, wanted: np.ndarray, *, client=None
         out = pd.concat(frames, ignore_index=True, sort=False)
         out.index = np.concatenate(found)
         out = out.reindex(range(chosen.size))
-    out.attrs["bytes_read"] = int(bytes_read)
-    return out
+    return Extraction(out, bytes_read=int(bytes_read))
 
 
 def _item_reads(res, locations: np.ndarray, positions: np.ndarray, keys: np.ndarray) -> tuple[list, list[int]]:

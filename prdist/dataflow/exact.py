@@ -7,8 +7,8 @@ known, mostly among the run's extracted items, and one pass over the score and l
 counts the positives between consecutive thresholds.
 
 1. Thresholds: the items at the wanted ranks, taken from the extracted items where they are,
-   found by :func:`~prdist.dataflow.select.select_ranks` (or
-   :func:`~prdist.dataflow.extract.extract_ranks` on sorted input) where not. Their distinct
+   found by :func:`~prdist.dataflow.extract.extract` (the sort-free selection, or a read where
+   they are on sorted input) where not. Their distinct
    score ordinals O_0 < O_1 < ... (rank order) cut the resource into buckets: 2u holds the items
    strictly between O_{u-1} and O_u, 2u+1 the items whose score is that of O_u.
 2. A counting pass (one task per partition, merged by a tree): the bucket of every item, and per
@@ -39,9 +39,9 @@ import pandas as pd
 from ..errors import DataError
 from ..ranking import as_key_array, descending_ordinal, key_hash
 from .executor import map_reduce
-from .extract import extract_ranks
-from .select import select_ranks
-from .parquet import Resource, displays, keys_of, row_groups_of, scores_of
+from .extract import extract
+from .parquet import Resource, displays
+from .parquet_tasks import keys_of, row_groups_of, scores_of
 
 __all__ = ["exact_precision"]
 
@@ -276,8 +276,7 @@ def _items_at(resource: Resource, wanted: np.ndarray, items: pd.DataFrame | None
         keys[~missing] = items["key"].to_numpy()[at[~missing]]
         scores[~missing] = items["score"].to_numpy(dtype=np.float64)[at[~missing]]
     if missing.any():
-        find = extract_ranks if resource.is_sorted_claim() else select_ranks
-        found = find(resource, wanted[missing], client=client, columns=[])
+        found = extract(resource, wanted[missing], client=client, columns=[]).items
         keys[missing] = found["key"].to_numpy()
         scores[missing] = found["score"].to_numpy(dtype=np.float64)
     return as_key_array(keys.astype(np.int64) if resource.key_kind == "int" else keys), scores

@@ -24,26 +24,21 @@ from .._validation import check_int
 from ..errors import DataError
 from ..ranking import sorted_block_order
 from .executor import run_tasks
+from .extraction import Extraction, check_labels, empty_result, result_frame
 from .parquet import (
     DEFAULT_PARTITION_ROWS,
     Resource,
-    check_labels,
-    check_unique,
     displays,
-    empty_result,
     footers_of,
-    keys_of,
     open_parquet,
     open_resource,  # noqa: F401 (doctests)
     order_from_statistics,
-    read_group,
     refs_of,
-    result_frame,
-    scores_of,
 )
-from .select import requested_positions, select_positions
+from .parquet_tasks import check_unique, keys_of, read_group, scores_of
+from .select import requested_positions, select_positions, selection
 
-__all__ = ["DEFAULT_BLOCK_ROWS", "extract_ranks"]
+__all__ = ["DEFAULT_BLOCK_ROWS", "extract", "extract_ranks", "sorted_extraction"]
 
 #: :func:`extract_ranks` reads a block of row groups whole (one task, one local sort) up to this
 #: many rows; a larger block — a huge run of tied scores — goes through the bounded-memory
@@ -165,8 +160,8 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
     -------
     pandas.DataFrame
         Columns ``rank`` (int64), ``key``, ``score`` (float64), then ``columns``; one row per
-        distinct requested rank, in rank order. ``attrs["bytes_read"]`` holds the compressed
-        Parquet bytes read and ``attrs["row_groups_read"]`` the number of row groups read.
+        distinct requested rank, in rank order. :func:`sorted_extraction` returns them with the
+        compressed Parquet bytes and the row groups read.
 
     Raises
     ------
@@ -185,6 +180,24 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
     >>> extract_ranks(res, [2, 3, 4])["key"].tolist() == [[10, 11, 12, 13, 14][i] for i in rank_order(scores, [10, 11, 12, 13, 14])[1:4]]
     True
     """
+    return sorted_extraction(resource, ranks, client=client, columns=columns, max_block_rows=max_block_rows).items
+
+
+def extract(resource: Resource, ranks, *, client=None, columns=None) -> Extraction:
+    """The items at ``ranks`` of any resource, with the read's statistics.
+
+    Read where they are when the row-group statistics show descending order
+    (:func:`sorted_extraction`), found by the sort-free selection otherwise
+    (:func:`prdist.dataflow.select.selection`); the parameters are :func:`extract_ranks`'s.
+    """
+    find = sorted_extraction if resource.is_sorted_claim() else selection
+    return find(resource, ranks, client=client, columns=columns)
+
+
+def sorted_extraction(resource: Resource, ranks, *, client=None, columns=None,
+                      max_block_rows: int = DEFAULT_BLOCK_ROWS) -> Extraction:
+    """:func:`extract_ranks`'s items with the compressed Parquet bytes and the row groups read
+    (same parameters, same checks)."""
     owner = "extract_ranks"
     wanted, extras = requested_positions(resource, ranks, columns, owner=owner)
     max_block_rows = check_int(max_block_rows, name="max_block_rows", owner=owner, low=1)
@@ -195,7 +208,7 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
             f"{check.detail}. Use prdist.dataflow.select.select_ranks for unsorted input."
         )
     if wanted.size == 0:
-        return empty_result(resource, extras)
+        return Extraction(empty_result(resource, extras), bytes_read=0)
     offsets = resource.offsets
     direct, large = [], []
     for g0, g1 in _blocks(resource, wanted):
@@ -224,12 +237,11 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
                                displays(resource)):
             frames += found
     for g0, g1, start, block_wanted in large:
-        frame = select_positions(resource, block_wanted, units=range(g0, g1 + 1), base=start, client=client, extras=extras)
-        bytes_read += frame.attrs["bytes_read"]
-        groups_read += frame.attrs["row_groups_read"]
-        frames.append(frame)
+        found = select_positions(resource, block_wanted, units=range(g0, g1 + 1), base=start, client=client, extras=extras)
+        bytes_read += found.bytes_read
+        groups_read += found.row_groups_read
+        frames.append(found.items)
     result = pd.concat(frames, ignore_index=True).sort_values("rank", ignore_index=True)
     check_unique(result["key"].to_numpy(), f"the rows extracted from {resource.url}")
     check_labels(result, resource.label, resource.url)
-    result.attrs = {"bytes_read": int(bytes_read), "row_groups_read": int(groups_read)}
-    return result
+    return Extraction(result, bytes_read=int(bytes_read), row_groups_read=int(groups_read))

@@ -298,7 +298,8 @@ def keys_missing_from(resource: str, keys, *, storage_options=None, key: str = "
     >>> keys_missing_from(d, [3, 4, 5])[1]
     ['4', '5']
     """
-    from .parquet import displays, keys_of, open_resource, read_row_groups
+    from .parquet import displays, open_resource
+    from .parquet_tasks import keys_of, read_row_groups
 
     opened = open_resource(resource, storage_options=storage_options, key=key, score=score)
     wanted = pd.Index(normalise_keys(keys).unique())

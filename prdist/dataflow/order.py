@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .executor import run_tasks
-from .parquet import OrderCheck, Partition, Resource, displays, open_resource, order_from_statistics, read_row_groups, scores_of  # noqa: F401 (open_resource: doctests)
+from .parquet import OrderCheck, Partition, Resource, displays, open_resource, order_from_statistics  # noqa: F401 (open_resource: doctests)
+from .parquet_tasks import read_row_groups, scores_of
 
 __all__ = ["verify_order"]
 

@@ -15,13 +15,18 @@ key, then by the key.
 
 DESIGN (like the ``Engine`` split of dask's ``dataframe/io/parquet``):
 
-- runs once, in the user's session: :func:`open_resource` (list the files, read every footer
-  on a thread pool, validate the schema, build the :class:`Resource` model and its fingerprint)
-  and the checks of parameters (:func:`check_ranks`, :func:`extra_columns`);
-- runs many times, inside tasks: the readers (:func:`open_parquet`, :func:`read_group`,
-  :func:`read_row_groups`, :func:`scores_of`, :func:`keys_of`). A task gets a
-  :class:`Partition` (consecutive row groups of one file, with the footer read at opening, sent
-  to the cluster once by :mod:`prdist.dataflow.executor`) and never sees the engine.
+- metadata first, once, in the user's session (this module): :func:`open_resource` (list the
+  files, read every footer on a thread pool, validate the schema, build the :class:`Resource`
+  model and its fingerprint), and from it the :class:`Partition` s of a pass
+  (:meth:`Resource.partitions`), the order its statistics show (:func:`order_from_statistics`)
+  and what a task is sent (:func:`displays`, :func:`footers_of`, :func:`refs_of`);
+- many times, inside tasks (:mod:`prdist.dataflow.parquet_tasks`): the readers
+  (:func:`open_parquet` here, shared with the footer reads; ``read_group``, ``row_groups_of``,
+  ``read_row_groups``, ``scores_of``, ``keys_of`` there). A task gets a :class:`Partition`
+  (consecutive row groups of one file, with the footer read at opening, sent to the cluster once
+  by :mod:`prdist.dataflow.executor`) and never sees the :class:`Resource`;
+- what an extraction is asked and returns (:mod:`prdist.dataflow.extraction`): the checks of
+  ranks and columns, the result frame and its read statistics.
 
 Steps built on this module: :mod:`~prdist.dataflow.order` (verify a claim of sorted order),
 :mod:`~prdist.dataflow.extract` (ranks of a sorted resource), :mod:`~prdist.dataflow.select`
@@ -46,14 +51,13 @@ import math
 import os
 import posixpath
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
@@ -67,24 +71,12 @@ __all__ = [
     "Partition",
     "Resource",
     "RowGroup",
-    "RowGroupReader",
-    "check_labels",
-    "check_ranks",
-    "check_unique",
     "displays",
-    "empty_result",
-    "extra_columns",
     "footers_of",
-    "keys_of",
     "open_parquet",
     "open_resource",
     "order_from_statistics",
-    "read_group",
-    "read_row_groups",
     "refs_of",
-    "row_groups_of",
-    "result_frame",
-    "scores_of",
 ]
 
 #: Rows per Dask task when a pass maps over a resource. A task holds one row group at a time,
@@ -726,194 +718,6 @@ def open_parquet(fs, path: str, *, display: str, footer=None):
                     raise
                 raise corrupt_file_error(display, exc) from None
             yield parquet
-
-
-def read_group(parquet, index: int, columns: Sequence[str], *, display: str) -> pa.Table:
-    """Read the ``columns`` of row group ``index`` of an open Parquet file."""
-    if index >= parquet.metadata.num_row_groups:
-        raise DataError(
-            f"{display} changed after the resource was opened: it has {parquet.metadata.num_row_groups} "
-            f"row groups now, no row group {index}. Open the resource again on data that stays put."
-        )
-    try:
-        # No Arrow threads per read: prdist runs reads in parallel itself (a few threads
-        # in-process, a worker process per core on a cluster), and Arrow's own only contend with
-        # them (a selection of 10^8 items: 1.90 s against 2.13 s with them, on 2 cores).
-        return parquet.read_row_group(index, columns=list(columns), use_threads=False)
-    except (pa.ArrowInvalid, pa.ArrowIOError, IndexError) as exc:
-        if store_failed(exc):
-            raise
-        raise corrupt_file_error(f"{display} (row group {index})", exc) from None
-
-
-@dataclass(frozen=True)
-class RowGroupReader:
-    """One row group of an open Parquet file, as a task sees it: read its columns, name it."""
-
-    parquet: pq.ParquetFile
-    index: int
-    display: str
-
-    @property
-    def where(self) -> str:
-        """The row group's name in messages: "<file URL> row group <index>"."""
-        return f"{self.display} row group {self.index}"
-
-    @property
-    def num_rows(self) -> int:
-        return self.parquet.metadata.row_group(self.index).num_rows
-
-    def read(self, columns: Sequence[str]) -> pa.Table:
-        return read_group(self.parquet, self.index, columns, display=self.display)
-
-
-def row_groups_of(fs, partition: Partition, names: dict) -> Iterator[RowGroupReader]:
-    """The one row-group loop of every task: the file opened once (with the footer read at
-    opening), then each row group of ``partition`` in turn. ``names``: :func:`displays`."""
-    yield from _row_groups_in(fs, partition.path, partition.indices, display=names[partition.path],
-                              footer=partition.footer)
-
-
-def _row_groups_in(fs, path: str, indices: Sequence[int], *, display: str, footer) -> Iterator[RowGroupReader]:
-    with open_parquet(fs, path, display=display, footer=footer) as parquet:
-        for index in indices:
-            yield RowGroupReader(parquet, index, display)
-
-
-def read_row_groups(fs, path: str, indices: Sequence[int], columns: Sequence[str], *, display: str,
-                    footer=None) -> Iterator[tuple[int, pa.Table]]:
-    """Yield ``(index, table)`` for the row groups ``indices`` of one file, one at a time."""
-    for group in _row_groups_in(fs, path, indices, display=display, footer=footer):
-        yield group.index, group.read(columns)
-
-
-def scores_of(table: pa.Table, column: str, where: str) -> np.ndarray:
-    """The score column as float64, checked to be non-null and finite."""
-    array = table.column(column)
-    if array.null_count:
-        raise DataError(f"The score column {column!r} holds null values in {where}. Drop or repair those items first.")
-    values = np.asarray((array if array.type == pa.float64() else pc.cast(array, pa.float64())).to_numpy(), dtype=np.float64)
-    if not np.isfinite(values).all():
-        i = int(np.flatnonzero(~np.isfinite(values))[0])
-        raise DataError(
-            f"The score column {column!r} holds a non-finite score ({values[i]}) in {where}, row {i}. "
-            "Scores must be finite: drop or repair those items first."
-        )
-    return values
-
-
-def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
-    """The key column as int64 or object (str) numpy array, checked to be non-null."""
-    array = table.column(column)
-    if array.null_count:
-        raise DataError(f"The key column {column!r} holds null values in {where}. Every item needs a key.")
-    if pa.types.is_dictionary(array.type):
-        array = pc.cast(array, array.type.value_type)
-    if pa.types.is_integer(array.type):
-        if pa.types.is_uint64(array.type) and len(array) and pc.max(array).as_py() > _INT64_MAX:
-            raise _uint64_key_error(column, where, pc.max(array).as_py())
-        return np.asarray(array.to_numpy()).astype(np.int64, copy=False)
-    if len(array) and pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
-        raise _empty_key_error(column, where)
-    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
-
-
-def check_unique(keys: np.ndarray, where: str) -> None:
-    """Raise DataError naming an example when ``keys`` holds a duplicate."""
-    if not _has_duplicates(keys):
-        return
-    duplicated = pd.Series(keys).duplicated(keep=False).to_numpy()
-    example = keys[int(np.flatnonzero(duplicated)[0])]
-    example = example.item() if isinstance(example, np.generic) else example
-    raise DataError(
-        f"The key {example!r} occurs more than once in {where} ({int(duplicated.sum())} rows share "
-        "a key with another). Keys must be unique: deduplicate the resource."
-    )
-
-
-#: Up to this many keys a hash table finds duplicates fastest; above, integer keys are sorted.
-HASHED_UNIQUE_MAX = 1 << 20
-
-
-def _has_duplicates(keys: np.ndarray) -> bool:
-    # The check of every block a sorted extraction reads, most often one row group. Measured on
-    # random int64 keys: 2^17 keys, pandas' hash table 2.3 ms against 5.3 ms for NumPy's sort and
-    # a comparison of neighbours; 2^22 keys, 0.49 s against 0.25 s (the table's probes leave the
-    # caches).
-    if keys.dtype.kind in "iu" and keys.size > HASHED_UNIQUE_MAX:
-        ordered = np.sort(keys)
-        return bool(np.any(ordered[1:] == ordered[:-1]))
-    return bool(pd.Series(keys).duplicated().any())
-
-
-def extra_columns(resource: Resource, columns) -> list[str]:
-    """Validate the extra output columns (default: the label column, if any)."""
-    if columns is None:
-        return [resource.label] if resource.label else []
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise ParameterError(f"The 'columns' parameter must be a list of column names. Got {columns!r} instead.")
-    names = resource.schema.names
-    out = []
-    for column in columns:
-        if column in (resource.key, resource.score) or column in out:
-            continue
-        if column not in names:
-            raise ParameterError(f"The resource {resource.url} has no column {column!r} (columns: {', '.join(names)}).")
-        if column in ("rank", "key", "score"):
-            raise ParameterError(f"The extra column {column!r} would collide with an output column of the same name; rename it.")
-        out.append(column)
-    return out
-
-
-def check_ranks(ranks, n: int, *, owner: str) -> np.ndarray:
-    """Return the sorted distinct 1-based ranks as int64 after checking each is in [1, n]."""
-    array = np.asarray(ranks)
-    if array.dtype.kind == "f" and np.isfinite(array).all() and (array == np.round(array)).all():
-        array = array.astype(np.int64)
-    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
-        raise ParameterError(f"The 'ranks' parameter of {owner} must be a 1-d array of integers. Got {ranks!r:.80} instead.")
-    # Not np.unique, which hashes (NumPy >= 2.3): a stable sort merges the sorted runs of the usual
-    # input (a plan's ranks) in linear time, 5 ms less for the 30,000 ranks of a 10^7 run.
-    array = np.sort(array.astype(np.int64), kind="stable")
-    array = array[np.concatenate(([True], array[1:] != array[:-1]))] if array.size else array
-    if array.size and (array[0] < 1 or array[-1] > n):
-        bad = array[0] if array[0] < 1 else array[-1]
-        raise ParameterError(f"The 'ranks' parameter of {owner} must hold ranks in [1, {n}]. Got {bad} instead.")
-    return array
-
-
-def empty_result(resource: Resource, extras: list[str]) -> pd.DataFrame:
-    """The result of extracting no ranks: the right columns, no rows."""
-    key_type = resource.schema.field(resource.key).type
-    keys = np.empty(0, dtype=np.int64 if _key_kind(key_type) == "int" else object)
-    table = pa.table({name: pa.array([], type=resource.schema.field(name).type) for name in extras}) if extras else None
-    frame = result_frame(np.empty(0, dtype=np.int64), keys, np.empty(0), table)
-    frame.attrs = {"bytes_read": 0, "row_groups_read": 0}
-    return frame
-
-
-def check_labels(frame: pd.DataFrame, label: str | None, where: str) -> None:
-    """Raise DataError if the label column of extracted rows holds anything but 0/1."""
-    if label is None or label not in frame.columns:
-        return
-    values = frame[label]
-    if values.isna().any():
-        raise DataError(f"The label column {label!r} holds missing values in {where}. Every label must be 0 or 1.")
-    bad = ~values.isin([0, 1])
-    if bad.any():
-        raise DataError(
-            f"The label column {label!r} holds {values[bad].iloc[0]} in {where}; labels must be 0 or 1. "
-            "Map the labels to 0/1 first."
-        )
-
-
-def result_frame(positions: np.ndarray, keys: np.ndarray, scores: np.ndarray, extras: pa.Table | None) -> pd.DataFrame:
-    """The output of rank extraction: rank, key, score, then the extra columns, by rank."""
-    frame = pd.DataFrame({"rank": positions.astype(np.int64) + 1, "key": keys, "score": scores.astype(np.float64)})
-    if extras is not None:
-        for name in extras.column_names:
-            frame[name] = extras.column(name).to_pandas().to_numpy()
-    return frame
 
 
 def order_from_statistics(resource: Resource) -> OrderCheck:

@@ -17,11 +17,11 @@ from . import evaluate as ev
 from . import exact
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .labels import export_annotation_task
-from .extract import extract_ranks
+from .extract import extract
+from .extraction import Extraction
 from ..history import default_ranks
 from .history import default_series, release_name, release_place
 from .parquet import Resource, open_resource
-from .select import select_ranks
 from .storage import exists, filesystem, read_parquet, write_parquet
 
 __all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "write_run"]
@@ -46,11 +46,8 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str
     started = time.perf_counter()
     # Every other column comes along, so an annotator sees the whole item.
     columns = [c for c in resource.schema.names if c not in (resource.key, resource.score, "rank", "key", "score")]
-    if resource.is_sorted_claim():
-        items = extract_ranks(resource, ranks, client=client, columns=columns)
-    else:
-        items = select_ranks(resource, ranks, client=client, columns=columns)
-    if not np.array_equal(items["rank"].to_numpy(), np.asarray(ranks)):
+    found = extract(resource, ranks, client=client, columns=columns)
+    if not np.array_equal(found.items["rank"].to_numpy(), np.asarray(ranks)):
         raise RuntimeError("extraction returned other ranks than were planned")  # an internal bug, not bad input
     # The staged file is keyed by the fingerprint taken when the resource was opened; a writer
     # replacing the release in the meantime would stage other items under it. The footers, read
@@ -62,23 +59,23 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str
             f"{resource.url} changed while it was being read (its files or row groups differ from when it "
             "was opened). Run again on data that stays put."
         )
-    table = pa.Table.from_pandas(items, preserve_index=False)
+    table = pa.Table.from_pandas(found.items, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta[b"prdist.extract_seconds"] = f"{time.perf_counter() - started:.3f}".encode()
-    meta[b"prdist.bytes_read"] = str(int(items.attrs.get("bytes_read", 0))).encode()
+    meta[b"prdist.bytes_read"] = str(found.bytes_read).encode()
     write_parquet(table.replace_schema_metadata(meta), staging, storage_options=resource.storage_options, exclusive=False)
     return staging
 
 
-def read_items(url: str, resource: Resource) -> pd.DataFrame:
+def read_items(url: str, resource: Resource) -> Extraction:
+    """The items staged by :func:`extract_items` at ``url``, with the bytes and seconds the
+    extraction took (recorded in the staged file's metadata)."""
     fs, path = filesystem(url, resource.storage_options)
     with fs.open(path, "rb") as fh:
         table = read_parquet(fh)
-    frame = table.to_pandas()
     meta = table.schema.metadata or {}
-    frame.attrs["bytes_read"] = int(meta.get(b"prdist.bytes_read", b"0"))
-    frame.attrs["extract_seconds"] = float(meta.get(b"prdist.extract_seconds", b"0"))
-    return frame
+    return Extraction(table.to_pandas(), bytes_read=int(meta.get(b"prdist.bytes_read", b"0")),
+                      seconds=float(meta.get(b"prdist.extract_seconds", b"0")))
 
 
 EXACT_LIMIT = 10_000_000
@@ -131,7 +128,7 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, 
     fs, path = filesystem(staging, resource.storage_options)
     if not fs.exists(path):
         return None
-    items = read_items(staging, resource)
+    items = read_items(staging, resource).items
     resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels, storage_options=resource.storage_options,
                                    rule=params.aggregate, judge_column=params.judge_column,
                                    audit=ev.make_plan(resource.n, params).in_audit)
@@ -139,13 +136,14 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, 
     return committed_outcome(run)
 
 
-def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None,
+def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extraction, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None,
               series: str | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run of ``series``."""
     run = run_directory(resource, params, resolution, out=out, series=series)
     if (reused := committed_outcome(run)) is not None:
         return reused
 
+    items = extraction.items
     plan_frame = ev.plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold, resolution.judge)
     run.write_table("plan.parquet", plan_frame)
     run.write_table("bounds.parquet", estimate.bounds)
@@ -179,7 +177,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "counts": resolution.to_dict(),
         "agreement": resolution.agreement or None,
         **_known_quality(resolution, estimate, planned),
-        "input": {"url": resource.url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": int(items.attrs.get("bytes_read", 0))},
+        "input": {"url": resource.url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": extraction.bytes_read},
         "diagnostics": estimate.diagnostics,
         "ap_bounds": list(estimate.average_precision) if estimate.average_precision else None,
         "cutoffs": cutoffs.to_dict(orient="records"),
@@ -187,7 +185,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, items: pd.DataFrame,
         "bands": _scalars(bands.attrs) if bands is not None else None,
         "exact": exact is not None,
         "versions": versions(),
-        "timings": {"extract_seconds": float(items.attrs.get("extract_seconds", 0.0))},
+        "timings": {"extract_seconds": extraction.seconds},
     }
     manifest = strict_json(manifest)
     html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs, exact=exact)

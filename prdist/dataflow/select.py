@@ -49,7 +49,7 @@ intervals, the bins of the next pass, the split of the counts) and the final ord
 candidates (:func:`prdist.ranking.rank_sort`). Runs many times, in tasks, through
 :mod:`prdist.dataflow.executor` (``client=None``: in-process): :func:`_histogram_task` (merged by
 ``map_reduce``'s tree), :func:`_extract_task` and the uniqueness tasks, each reading its row
-groups with :func:`prdist.dataflow.parquet.row_groups_of`.
+groups with :func:`prdist.dataflow.parquet_tasks.row_groups_of`.
 """
 
 from __future__ import annotations
@@ -66,23 +66,11 @@ from .._validation import check_int
 from ..errors import DataError
 from ..ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
 from .executor import map_reduce, run_tasks
-from .parquet import (
-    DEFAULT_PARTITION_ROWS,
-    Partition,
-    Resource,
-    check_labels,
-    check_ranks,
-    check_unique,
-    displays,
-    empty_result,
-    extra_columns,
-    keys_of,
-    result_frame,
-    row_groups_of,
-    scores_of,
-)
+from .extraction import Extraction, check_labels, check_ranks, empty_result, extra_columns, result_frame
+from .parquet import DEFAULT_PARTITION_ROWS, Partition, Resource, displays
+from .parquet_tasks import check_unique, keys_of, row_groups_of, scores_of
 
-__all__ = ["DEFAULT_CAP", "DEFAULT_MAX_CANDIDATES", "DEFAULT_HISTOGRAM_BINS", "check_unique_keys", "select_ranks"]
+__all__ = ["DEFAULT_CAP", "DEFAULT_MAX_CANDIDATES", "DEFAULT_HISTOGRAM_BINS", "check_unique_keys", "select_ranks", "selection"]
 
 #: An interval with at most this many items is extracted as it is: the items it holds besides
 #: the requested ones cost memory on the driver, at most ``cap`` per interval.
@@ -401,7 +389,7 @@ def _extract_task(partition: Partition, fs, columns, extras, names: dict, *, int
 def select_positions(resource: Resource, positions, *, units=None, base: int = 0, client=None, extras=(),
                      cap: int = DEFAULT_CAP, max_candidates: int = DEFAULT_MAX_CANDIDATES,
                      histogram_bins: int = DEFAULT_HISTOGRAM_BINS,
-                     partition_rows: int = DEFAULT_PARTITION_ROWS) -> pd.DataFrame:
+                     partition_rows: int = DEFAULT_PARTITION_ROWS) -> Extraction:
     """Items at 0-based rank ``positions`` among the row groups ``units`` (all by default).
 
     The rows of ``units`` must hold exactly the ranks ``base+1 .. base+rows`` of the resource:
@@ -414,9 +402,7 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     positions = np.asarray(positions, dtype=np.int64)
     extras = list(extras)
     if positions.size == 0:
-        frame = empty_result(resource, extras)
-        frame.attrs.update(passes=0, candidates=0, intervals=0)
-        return frame
+        return Extraction(empty_result(resource, extras), bytes_read=0)
     partitions = resource.partitions(partition_rows, scope)
     names = displays(resource)
     columns = (resource.key, resource.score)
@@ -449,15 +435,9 @@ def select_positions(resource: Resource, positions, *, units=None, base: int = 0
     pieces = run_tasks(client, _extract_task, partitions, resource.fs, columns, extras, names,
                        broadcast={"intervals": _IntervalTable.of(final, score_buckets)})
     bytes_read += score_bytes + key_bytes
-    frame = _ranked_candidates(resource, partitions, pieces, final, positions, extras)
-    frame.attrs = {
-        "bytes_read": int(bytes_read) + frame.attrs["extra_bytes"],
-        "row_groups_read": len(scope),
-        "passes": passes + 1,
-        "candidates": int(sum(iv.count for iv in final)),
-        "intervals": len(final),
-    }
-    return frame
+    frame, extra_bytes = _ranked_candidates(resource, partitions, pieces, final, positions, extras)
+    return Extraction(frame, bytes_read=int(bytes_read) + extra_bytes, row_groups_read=len(scope), passes=passes + 1,
+                      candidates=int(sum(iv.count for iv in final)), intervals=len(final))
 
 
 def _first_interval(stats, base: int, rows: int) -> _Interval:
@@ -536,10 +516,10 @@ def _split(refine, offsets, sizes, counts, seen, linear, targets: np.ndarray, *,
     return pending
 
 
-def _ranked_candidates(resource: Resource, partitions, pieces, final, positions, extras) -> pd.DataFrame:
+def _ranked_candidates(resource: Resource, partitions, pieces, final, positions, extras) -> tuple[pd.DataFrame, int]:
     """Order the extracted candidates by rank and keep the requested positions.
 
-    ``attrs["extra_bytes"]``: the bytes of the extra columns read (the row groups that matched).
+    Returns the items and the bytes of the extra columns read (of the row groups that matched).
     """
     matched_groups = {}
     tables = []
@@ -567,8 +547,7 @@ def _ranked_candidates(resource: Resource, partitions, pieces, final, positions,
     take = order[keep]
     extras_table = candidates.select(extras).take(pa.array(take)) if extras else None
     frame = result_frame(rank_of_sorted[keep], keys[take], scores[take], extras_table)
-    frame.attrs = {"extra_bytes": resource.bytes_of(matched_groups, extras) if extras else 0}
-    return frame
+    return frame, resource.bytes_of(matched_groups, extras) if extras else 0
 
 
 def requested_positions(resource: Resource, ranks, columns, *, owner: str) -> tuple[np.ndarray, list[str]]:
@@ -611,10 +590,8 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     -------
     pandas.DataFrame
         Columns ``rank`` (int64), ``key``, ``score`` (float64), then ``columns``; one row per
-        distinct requested rank, in rank order. ``attrs`` holds ``bytes_read`` (compressed
-        Parquet bytes), ``passes`` (histogram passes + the extraction pass), ``candidates``
-        (items extracted), ``intervals`` (final intervals: candidates <= requested ranks +
-        ``cap`` x intervals) and ``row_groups_read``.
+        distinct requested rank, in rank order. :func:`selection` returns them with the read's
+        statistics (bytes read, passes, candidates, intervals).
 
     Raises
     ------
@@ -631,17 +608,34 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     >>> select_ranks(open_resource(d), [1, 2])[["rank", "key"]].to_numpy().tolist()
     [[1, 2], [2, 4]]
     """
+    return selection(resource, ranks, client=client, columns=columns, cap=cap, max_candidates=max_candidates,
+                     histogram_bins=histogram_bins, partition_rows=partition_rows).items
+
+
+def selection(resource: Resource, ranks, *, client=None, columns=None, cap: int = DEFAULT_CAP,
+              max_candidates: int = DEFAULT_MAX_CANDIDATES, histogram_bins: int = DEFAULT_HISTOGRAM_BINS,
+              partition_rows: int = DEFAULT_PARTITION_ROWS) -> Extraction:
+    """:func:`select_ranks`'s items with the read's statistics (same parameters, same checks).
+
+    Returns
+    -------
+    Extraction
+        ``items`` as :func:`select_ranks` returns them; ``bytes_read`` (compressed Parquet
+        bytes), ``passes`` (histogram passes + the extraction pass), ``candidates`` (items
+        extracted), ``intervals`` (final intervals: candidates <= requested ranks + ``cap`` x
+        intervals) and ``row_groups_read``.
+    """
     owner = "select_ranks"
     positions, extras = requested_positions(resource, ranks, columns, owner=owner)
     cap = check_int(cap, name="cap", owner=owner, low=1)
     max_candidates = check_int(max_candidates, name="max_candidates", owner=owner, low=0)
     histogram_bins = check_int(histogram_bins, name="histogram_bins", owner=owner, low=16, high=1 << 26)
     partition_rows = check_int(partition_rows, name="partition_rows", owner=owner, low=1)
-    frame = select_positions(resource, positions, client=client, extras=extras, cap=cap,
+    found = select_positions(resource, positions, client=client, extras=extras, cap=cap,
                              max_candidates=max_candidates,
                              histogram_bins=histogram_bins, partition_rows=partition_rows)
-    check_labels(frame, resource.label, resource.url)
-    return frame
+    check_labels(found.items, resource.label, resource.url)
+    return found
 
 
 # --------------------------------------------------------------------------------------------

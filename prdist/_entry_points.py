@@ -1,0 +1,53 @@
+"""What each way into prdist loads: the one place that says so.
+
+prdist imports a heavy package where it is first used, not at start-up, so that a quick command
+does not pay for what only a run needs. Where a module imports inside a function for that
+reason, the reason is this table, not a note beside the import. ``tests/test_import_cost.py``
+enters prdist each of these ways in a fresh interpreter and checks that exactly the
+:data:`WATCHED` packages listed here are loaded, no more and no fewer (and prints the seconds
+each took): a change that makes an entry point load another package changes this table in the
+same commit, or fails.
+
+What loads them, entry point by entry point:
+
+- ``import prdist`` and ``prdist.dataflow``: nothing; the public names resolve on first use
+  (PEP 562, ``prdist/__init__.py`` and ``prdist/dataflow/__init__.py``).
+- ``prdist --help``: the argument parser alone (``prdist/cli.py`` imports each command's
+  modules in that command's function).
+- ``prdist budget``: the plan and the sampling budgets (NumPy), and ``prdist.dataflow.storage``
+  (fsspec), which the start of every command but ``release`` imports to ask the remote stores on
+  the command line (``_check_stores_answer``), even when none is named.
+- ``prdist run`` in-process (no Prefect API, no scheduler): the Parquet footers and row groups
+  (pyarrow, fsspec), and pandas for the frames the run path still uses between the extraction
+  and the artifacts (the items and the labels, the bounds and plan tables, the report and the
+  annotation task). No Prefect, Dask or SciPy: the flow body runs as a plain function, the
+  passes on threads.
+- ``prdist.bootstrap_bands`` first call, without a cluster: NumPy, SciPy's special functions
+  and the bands' DataFrame (pandas, which loads pyarrow); no Dask, no ``scipy.stats``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ENTRY_POINTS", "WATCHED", "EntryPoint"]
+
+#: The packages whose loading is accounted for: each costs tens to hundreds of milliseconds.
+WATCHED = ("numpy", "pandas", "pyarrow", "fsspec", "scipy", "scipy.stats", "dask", "distributed", "prefect", "matplotlib")
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """One way into prdist and the :data:`WATCHED` packages it loads (see the module notes)."""
+
+    name: str
+    loads: tuple[str, ...]
+
+
+ENTRY_POINTS = (
+    EntryPoint("import prdist", loads=()),
+    EntryPoint("prdist --help", loads=()),
+    EntryPoint("prdist budget", loads=("numpy", "fsspec")),
+    EntryPoint("prdist run", loads=("numpy", "pandas", "pyarrow", "fsspec")),
+    EntryPoint("prdist.bootstrap_bands", loads=("numpy", "pandas", "pyarrow", "scipy")),
+)
