@@ -30,7 +30,7 @@ DIGESTS = {
         "6e17a5810e6230dfa0c2/annotation_task.jsonl": "9d50910571de0b0e4cc4d479c0e359ec33b357d2cb3ffb1441fd4caa4fdfae3d",
         "6e17a5810e6230dfa0c2/bounds.parquet": "1ecfd2d8a2990500885be062d8a95bb44b67581427e88258ec7b3c761ff7e818",
         "6e17a5810e6230dfa0c2/manifest.json": "0dca8bd22a5f3ee22bfddf49d46009b9bd1081ca2b6cc16feeb7de90a2a433b3",
-        "6e17a5810e6230dfa0c2/plan.parquet": "a6268535a3a3e4c3ac8b5a5b1960b92d066448d52870d44aaaab4ce57b9fb6bf",
+        "6e17a5810e6230dfa0c2/plan.parquet": "edab5838b6b2bbfff8b5ef463baca97b219d401334a7885e4ae5351e5acefb8e",  # issue 30: a gold run keeps its judge column
         "6e17a5810e6230dfa0c2/report.html": "d28060cbf0e63616d988b083bc5265996a967f9bd6a2cdd991150445909ae3dd"},
     "labels-imported": {
         "a895c6aee930743588bf/annotation_task.csv": "22f81a04f414ebb7f44baba99dcddcc8adce847384f9f14cd89b37c102cd8087",
