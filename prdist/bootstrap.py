@@ -97,7 +97,7 @@ import math
 import numbers
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -115,6 +115,9 @@ __all__ = [
     "LawSource",
     "ReplicateBatch",
     "BootstrapReplicates",
+    "BandStatistics",
+    "Bands",
+    "bootstrap_band_result",
     "bootstrap_bands",
     "bootstrap_replicates",
     "default_instrumental_rate",
@@ -818,7 +821,7 @@ class BootstrapReplicates:
         return np.abs(self.deviation).max(axis=1)
 
     def bands(self, delta=0.05, *, normal_variance=None) -> pd.DataFrame:
-        """Confidence bands at level 1 - delta.
+        """Confidence bands at level 1 - delta: the table of :meth:`band_result`.
 
         Parameters
         ----------
@@ -832,7 +835,19 @@ class BootstrapReplicates:
         Returns
         -------
         pandas.DataFrame
-            See :func:`bootstrap_bands`.
+            See :func:`prdist.bootstrap_bands`.
+        """
+        return self.band_result(delta, normal_variance=normal_variance).table
+
+    def band_result(self, delta=0.05, *, normal_variance=None) -> Bands:
+        """Confidence bands at level 1 - delta and their :class:`BandStatistics`.
+
+        Parameters are those of :meth:`bands`; the statistics say how the bands were drawn and
+        how much information they rest on (the effective sample size, the seed's entropy, ...).
+
+        Returns
+        -------
+        Bands
         """
         owner = "BootstrapReplicates.bands"
         delta = _open_unit(delta, name="delta", owner=owner)
@@ -865,73 +880,138 @@ class BootstrapReplicates:
             lower, upper = normal_pointwise_bands(centre, normal_variance, self.n, delta=delta)
             frame["normal_lower"] = lower
             frame["normal_upper"] = upper
-        frame.attrs.update(
-            {
-                "method": self.method,
-                "delta": delta,
-                "replicates": self.replicates,
-                "sup_radius": radius,
-                "ess": ess,
-                "ess_fraction": ess / self.replicates,
-                "expected_ess_fraction": (
-                    expected_ess_fraction(self.n, self.prevalence, self.instrumental_rate)
-                    if self.instrumental_rate is not None
-                    else 1.0
-                ),
-                "bandwidth": self.bandwidth,
-                "instrumental_rate": self.instrumental_rate,
-                "prevalence": self.prevalence,
-                "n": self.n,
-                "n_positive": self.n_positive_sample,
-                "seed_entropy": self.seed_entropy,
-                "batches": len(self.batch_sizes),
-                "zero_positive_redraws": self.redraws,
-                "recall_min": float(self.beta.min()),
-                "recall_max": float(self.beta.max()),
-            }
+        return Bands(frame, self._statistics(delta, radius, ess))
+
+    def _statistics(self, delta: float, radius: float, ess: float) -> BandStatistics:
+        return BandStatistics(
+            method=self.method,
+            delta=delta,
+            replicates=self.replicates,
+            sup_radius=radius,
+            ess=ess,
+            ess_fraction=ess / self.replicates,
+            expected_ess_fraction=(
+                expected_ess_fraction(self.n, self.prevalence, self.instrumental_rate)
+                if self.instrumental_rate is not None
+                else 1.0
+            ),
+            bandwidth=self.bandwidth,
+            instrumental_rate=self.instrumental_rate,
+            prevalence=self.prevalence,
+            n=self.n,
+            n_positive=self.n_positive_sample,
+            seed_entropy=self.seed_entropy,
+            batches=len(self.batch_sizes),
+            zero_positive_redraws=self.redraws,
+            recall_min=float(self.beta.min()),
+            recall_max=float(self.beta.max()),
         )
-        return frame
 
 
-def bootstrap_replicates(
-    scores,
-    labels,
-    *,
-    replicates=1000,
-    method=SMOOTHED_IMPORTANCE,
-    seed=None,
-    map_batches=None,
-    beta=None,
-    eps_beta=None,
-    bandwidth=None,
-    instrumental_rate=None,
-) -> BootstrapReplicates:
+@dataclass(frozen=True)
+class BandStatistics:
+    """How a set of bootstrap bands was drawn and how much information it rests on.
+
+    ``prdist run --bands`` writes them into the manifest's ``bands`` (:meth:`to_dict`).
+
+    Attributes
+    ----------
+    method : str
+        The resampling scheme (:data:`METHODS`).
+    delta : float
+        Miscoverage of the bands.
+    replicates : int
+        Bootstrap replicates B.
+    sup_radius : float
+        Radius r(delta) of the sup-norm band (before clipping to [0, 1]).
+    ess, ess_fraction : float
+        Effective sample size of the importance weights, and its fraction of B.
+    expected_ess_fraction : float
+        What :func:`expected_ess_fraction` expected of it (1 without importance).
+    bandwidth : float
+        Smoothing bandwidth h (0: no smoothing).
+    instrumental_rate : float or None
+        p~ of the smoothed importance bootstrap; None for the other methods.
+    prevalence : float
+        Empirical prevalence p^ of the sample.
+    n, n_positive : int
+        Sample size and its positives.
+    seed_entropy : int
+        The seed's entropy: pass it back as ``seed`` to draw the same bands.
+    batches : int
+        Seeded replicate batches (:func:`replicate_batch_sizes`).
+    zero_positive_redraws : int
+        Bootstrap samples without a positive that were redrawn.
+    recall_min, recall_max : float
+        The ends of the recall grid.
+    """
+
+    method: str
+    delta: float
+    replicates: int
+    sup_radius: float
+    ess: float
+    ess_fraction: float
+    expected_ess_fraction: float
+    bandwidth: float
+    instrumental_rate: float | None
+    prevalence: float
+    n: int
+    n_positive: int
+    seed_entropy: int
+    batches: int
+    zero_positive_redraws: int
+    recall_min: float
+    recall_max: float
+
+    def to_dict(self) -> dict:
+        """The statistics as a JSON-ready dict, keyed by the attribute names."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Bands:
+    """Bootstrap bands and their statistics (:meth:`BootstrapReplicates.band_result`).
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        The bands, one row per grid recall (the table :func:`prdist.bootstrap_bands` returns).
+    statistics : BandStatistics
+        How they were drawn and what they rest on.
+    """
+
+    table: pd.DataFrame
+    statistics: BandStatistics
+
+
+def bootstrap_replicates(scores, labels, *, map_batches=None, **options) -> BootstrapReplicates:
     """Draw the bootstrap replicates of the PR curve of a labeled sample.
 
-    Parameters are those of :func:`bootstrap_bands` except ``delta``.
+    Parameters are those of :func:`bootstrap_band_result` except ``delta``.
 
     Returns
     -------
     BootstrapReplicates
     """
-    setup, seed_seq, sizes, _ = _prepare(
-        scores,
-        labels,
-        owner="bootstrap_replicates",
-        replicates=replicates,
-        method=method,
-        seed=seed,
-        beta=beta,
-        eps_beta=eps_beta,
-        bandwidth=bandwidth,
-        instrumental_rate=instrumental_rate,
-    )
-    replicated, _ = _run(setup, seed_seq, sizes, map_batches, owner="bootstrap_replicates")
+    owner = "bootstrap_replicates"
+    setup, seed_seq, sizes, _ = _prepare(scores, labels, owner=owner, **options)
+    replicated, _ = _run(setup, seed_seq, sizes, map_batches, owner=owner)
     return replicated
 
 
 def _prepare(
-    scores, labels, *, owner, replicates, method, seed, beta, eps_beta, bandwidth, instrumental_rate
+    scores,
+    labels,
+    *,
+    owner,
+    replicates=1000,
+    method=SMOOTHED_IMPORTANCE,
+    seed=None,
+    beta=None,
+    eps_beta=None,
+    bandwidth=None,
+    instrumental_rate=None,
 ):
     replicates = check_int(replicates, name="replicates", owner=owner, low=1)
     method = check_choice(method, name="method", owner=owner, choices=METHODS)
@@ -1104,25 +1184,13 @@ def _run(setup, seed_seq, sizes, map_batches, *, owner: str, meanwhile=None):
     return result, extra
 
 
-def bootstrap_bands(
-    scores,
-    labels,
-    *,
-    delta=0.05,
-    replicates=1000,
-    method=SMOOTHED_IMPORTANCE,
-    seed=None,
-    map_batches=None,
-    beta=None,
-    eps_beta=None,
-    bandwidth=None,
-    instrumental_rate=None,
-) -> pd.DataFrame:
-    """The in-process engine of :func:`prdist.bootstrap_bands`, which documents the parameters.
+def bootstrap_band_result(scores, labels, *, delta=0.05, map_batches=None, **options) -> Bands:
+    """The in-process engine of :func:`prdist.bootstrap_band_result`: the bands and their statistics.
 
-    Users call ``prdist.bootstrap_bands`` (:func:`prdist.dataflow.bands.bootstrap_bands`): the
-    same bands, its replicate batches on a Dask cluster if given one. This function takes the
-    same parameters, except that the batches run through ``map_batches`` instead of a client.
+    Users call ``prdist.bootstrap_band_result`` or ``prdist.bootstrap_bands``
+    (:mod:`prdist.dataflow.bands`, which documents the parameters): the same bands, their
+    replicate batches on a Dask cluster if given one. This function takes the same parameters,
+    except that the batches run through ``map_batches`` instead of a client.
 
     Parameters
     ----------
@@ -1132,23 +1200,20 @@ def bootstrap_bands(
 
     Returns
     -------
-    pandas.DataFrame
-        The bands, as :func:`prdist.bootstrap_bands` describes them.
+    Bands
     """
-    owner = "bootstrap_bands"
+    return _band_result(scores, labels, "bootstrap_band_result", delta, map_batches, options)
+
+
+def bootstrap_bands(scores, labels, *, delta=0.05, map_batches=None, **options) -> pd.DataFrame:
+    """The table of :func:`bootstrap_band_result` (same parameters): what
+    :func:`prdist.bootstrap_bands` returns, computed in this process or through ``map_batches``."""
+    return _band_result(scores, labels, "bootstrap_bands", delta, map_batches, options).table
+
+
+def _band_result(scores, labels, owner: str, delta, map_batches, options: dict) -> Bands:
     delta = _open_unit(delta, name="delta", owner=owner)
-    setup, seed_seq, sizes, curve = _prepare(
-        scores,
-        labels,
-        owner=owner,
-        replicates=replicates,
-        method=method,
-        seed=seed,
-        beta=beta,
-        eps_beta=eps_beta,
-        bandwidth=bandwidth,
-        instrumental_rate=instrumental_rate,
-    )
+    setup, seed_seq, sizes, curve = _prepare(scores, labels, owner=owner, **options)
     # The normal cross-check smooths with the bootstrap's kernel when there is one; on a cluster
     # it is computed while the workers draw the replicates.
     h = setup.bandwidth if setup.bandwidth > 0.0 else _silverman(curve)
@@ -1160,7 +1225,7 @@ def bootstrap_bands(
         owner=owner,
         meanwhile=lambda: _plugin_variance(curve, setup.beta, h),
     )
-    return replicated.bands(delta, normal_variance=variance)
+    return replicated.band_result(delta, normal_variance=variance)
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from prdist import bootstrap, population
 from prdist.bootstrap import replicate_batch_sizes
 from prdist.dataflow.bands import (
     TASKS_PER_THREAD,
+    bootstrap_band_result,
     bootstrap_bands,
     bootstrap_replicates,
     submit_replicate_batches,
@@ -61,14 +62,14 @@ def test_sample_spans_several_batches():
 @pytest.mark.parametrize("method", ["smoothed-importance", "stratified", "naive"])
 def test_bands_identical_in_process_and_on_1_and_2_workers(clients, sample, method):
     scores, labels = sample
-    local = bootstrap_bands(scores, labels, replicates=REPLICATES, method=method, seed=2017)
+    local = bootstrap_band_result(scores, labels, replicates=REPLICATES, method=method, seed=2017)
     for workers, client in clients.items():
         with get_task_stream(client) as stream:
-            remote = bootstrap_bands(
+            remote = bootstrap_band_result(
                 scores, labels, replicates=REPLICATES, method=method, seed=2017, client=client
             )
-        pd.testing.assert_frame_equal(remote, local, check_exact=True)
-        assert remote.attrs == local.attrs
+        pd.testing.assert_frame_equal(remote.table, local.table, check_exact=True)
+        assert remote.statistics == local.statistics
         batch_tasks = [t for t in stream.data if str(t["key"]).startswith("replicate_batches")]
         assert len({task["worker"] for task in batch_tasks}) == workers  # every worker ran some
 

@@ -28,6 +28,7 @@ import prdist
 from prdist import bootstrap, population
 from prdist.bootstrap import (
     BootstrapWarning,
+    bootstrap_band_result,
     bootstrap_bands,
     bootstrap_replicates,
     default_instrumental_rate,
@@ -342,9 +343,9 @@ def test_default_instrumental_rate_keeps_enough_positives_and_ess(n, p, target):
 def test_paper_rate_one_half_collapses_the_ess_and_warns():
     scores, labels = binormal(0.05, shift=2).sample(500, seed=2)
     with pytest.warns(BootstrapWarning, match="effective replicates"):
-        bands = bootstrap_bands(scores, labels, replicates=300, seed=1, instrumental_rate=0.5)
-    assert bands.attrs["ess"] < 5
-    assert bands.attrs["expected_ess_fraction"] < 1e-20
+        stats = bootstrap_band_result(scores, labels, replicates=300, seed=1, instrumental_rate=0.5).statistics
+    assert stats.ess < 5
+    assert stats.expected_ess_fraction < 1e-20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,7 +402,8 @@ def test_weighted_quantile_equals_the_sorted_definition_bit_for_bit(weight):
 
 def test_bands_are_nested_and_centred():
     scores, labels = population.bibeta(neg=(2, 5), pos=(5, 2), prevalence=0.2).sample(1500, seed=4)
-    bands = bootstrap_bands(scores, labels, replicates=300, seed=5)
+    result = bootstrap_band_result(scores, labels, replicates=300, seed=5)
+    bands = result.table
     assert list(bands.columns[:6]) == BAND_COLUMNS
     assert all(bands[c].dtype == np.float64 for c in bands.columns)
     assert not bands.isna().any().any()
@@ -410,21 +412,24 @@ def test_bands_are_nested_and_centred():
     assert np.all((0 <= lo) & (lo <= plo) & (plo <= pr) & (pr <= phi) & (phi <= hi) & (hi <= 1))
     np.testing.assert_array_equal(bands.recall, recall_grid())
     np.testing.assert_array_equal(bands.precision, empirical_pr(scores, labels, recall_grid()))
-    attrs = bands.attrs
-    assert attrs["method"] == "smoothed-importance" and attrs["replicates"] == 300
-    assert attrs["bandwidth"] == pytest.approx(silverman_bandwidth(scores, labels))
-    assert 0 < attrs["ess"] <= 300 and attrs["n"] == 1500
+    stats = result.statistics
+    assert stats.method == "smoothed-importance" and stats.replicates == 300
+    assert stats.bandwidth == pytest.approx(silverman_bandwidth(scores, labels))
+    assert 0 < stats.ess <= 300 and stats.n == 1500
+    assert stats.to_dict()["n_positive"] == stats.n_positive == int(labels.sum())
 
 
 def test_radius_is_the_weighted_quantile_of_the_sup_deviation():
     scores, labels = binormal(0.04).sample(800, seed=1)
     reps = bootstrap_replicates(scores, labels, replicates=400, seed=2)
-    bands = reps.bands(0.1)
+    result = reps.band_result(0.1)
+    bands = result.table
+    pd.testing.assert_frame_equal(bands, reps.bands(0.1), check_exact=True)
     sup = np.abs(reps.replicate_precision - reps.precision).max(axis=1)
     order = np.argsort(sup)
     cum = np.cumsum(reps.weights[order])
     expected = sup[order][np.searchsorted(cum, 0.9 * cum[-1] * (1 - 1e-12))]
-    assert bands.attrs["sup_radius"] == pytest.approx(expected, rel=1e-12)
+    assert result.statistics.sup_radius == pytest.approx(expected, rel=1e-12)
     # Clipped to [0, 1], never wider than the radius.
     assert np.all(bands.band_upper - bands.precision <= expected + 1e-15)
 
@@ -436,9 +441,9 @@ def test_same_seed_same_bands_and_seed_none_is_reproducible():
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     c = bootstrap_bands(scores, labels, replicates=100, seed=43)
     assert not np.array_equal(a.band_lower, c.band_lower)
-    fresh = bootstrap_bands(scores, labels, replicates=100)
-    again = bootstrap_bands(scores, labels, replicates=100, seed=fresh.attrs["seed_entropy"])
-    pd.testing.assert_frame_equal(fresh, again, check_exact=True)
+    fresh = bootstrap_band_result(scores, labels, replicates=100)
+    again = bootstrap_bands(scores, labels, replicates=100, seed=fresh.statistics.seed_entropy)
+    pd.testing.assert_frame_equal(fresh.table, again, check_exact=True)
     ss = np.random.SeedSequence(7)
     pd.testing.assert_frame_equal(
         bootstrap_bands(scores, labels, replicates=100, seed=ss),
@@ -552,8 +557,9 @@ def test_few_positives_warn():
     labels = np.zeros(300)
     labels[:8] = 1
     with pytest.warns(BootstrapWarning, match="only 8 positives"):
-        bands = bootstrap_bands(rng.normal(labels), labels, replicates=400, seed=1)
-    assert bands.attrs["instrumental_rate"] > 8 / 300  # importance resampling is active
+        result = bootstrap_band_result(rng.normal(labels), labels, replicates=400, seed=1)
+    bands = result.table
+    assert result.statistics.instrumental_rate > 8 / 300  # importance resampling is active
     assert not bands.isna().any().any()
 
 
@@ -661,11 +667,12 @@ def coverage_study(model, *, n, replicates, seeds, method, delta=0.05):
             replicated = bootstrap_replicates(
                 scores, labels, replicates=replicates, method=method, seed=seed
             )
-            bands = replicated.bands(delta)
+            result = replicated.band_result(delta)
+            bands = result.table
         covered += bool(np.all((bands.band_lower <= truth) & (truth <= bands.band_upper)))
         lower, upper = bands.pointwise_lower[middle], bands.pointwise_upper[middle]
         covered_middle += bool(lower <= truth[middle] <= upper)
-        radii.append(bands.attrs["sup_radius"])
+        radii.append(result.statistics.sup_radius)
     true_q = true_sup_quantile(model, n, 1 - delta, samples=600, beta=beta)
     return covered / len(seeds), covered_middle / len(seeds), float(np.mean(radii)), true_q
 
@@ -707,3 +714,24 @@ def test_sup_band_covers_population_curve(name, method):
     # Pointwise at recall 0.5 (observed 0.92-0.98 at these seeds): the same binomial floor.
     assert pointwise >= coverage_floor(150)
     assert RADIUS_RATIO[0] <= radius / true_q <= RADIUS_RATIO[1]
+
+
+def test_band_result_is_typed_and_the_table_carries_no_attrs():
+    """The statistics travel in a frozen BandStatistics beside the table, never in DataFrame.attrs."""
+    scores, labels = binormal(0.3).sample(400, seed=8)
+    result = bootstrap_band_result(scores, labels, replicates=64, seed=9, delta=0.1)
+    assert result.table.attrs == {} and bootstrap_bands(scores, labels, replicates=64, seed=9).attrs == {}
+    stats = result.statistics
+    assert isinstance(stats, bootstrap.BandStatistics) and stats.delta == 0.1 and stats.seed_entropy == 9
+    assert list(stats.to_dict()) == [
+        "method", "delta", "replicates", "sup_radius", "ess", "ess_fraction", "expected_ess_fraction",
+        "bandwidth", "instrumental_rate", "prevalence", "n", "n_positive", "seed_entropy", "batches",
+        "zero_positive_redraws", "recall_min", "recall_max",
+    ]  # fmt: skip
+    assert stats.batches == len(replicate_batch_sizes(64)) and (stats.recall_min, stats.recall_max) == (0.05, 0.95)
+    with pytest.raises(AttributeError):
+        stats.delta = 0.2  # frozen
+    assert prdist.Bands is bootstrap.Bands and prdist.BandStatistics is bootstrap.BandStatistics
+    via_api = prdist.bootstrap_band_result(scores, labels, replicates=64, seed=9, delta=0.1)
+    pd.testing.assert_frame_equal(via_api.table, result.table, check_exact=True)
+    assert via_api.statistics == stats

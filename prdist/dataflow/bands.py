@@ -24,8 +24,8 @@ the same on 1, 2 or N workers and in a single process (on one platform: see
 costs on the scheduler and client (milliseconds each) stay small, 1e5 replicates on one worker
 being 8 tasks, not 200.
 
-Users reach this through :func:`bootstrap_bands` and :func:`bootstrap_replicates` here (also
-``prdist.bootstrap_bands``): the core's functions with a ``client`` parameter. The core never
+Users reach this through :func:`bootstrap_bands`, :func:`bootstrap_band_result` and
+:func:`bootstrap_replicates` here (also ``prdist.bootstrap_bands`` etc.): the core's functions with a ``client`` parameter. The core never
 imports this module; ``prdist`` imports it on first use of those names.
 """
 
@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import bootstrap
 from ..bootstrap import (
+    Bands,
     BootstrapReplicates,
     BootstrapSetup,
     LawSource,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # imported where a cluster is used: a call without one loads 
 __all__ = [
     "TASKS_PER_THREAD",
     "PendingBatches",
+    "bootstrap_band_result",
     "bootstrap_bands",
     "bootstrap_replicates",
     "submit_replicate_batches",
@@ -102,8 +104,9 @@ def bootstrap_bands(
     method : {"smoothed-importance", "stratified", "naive"}, default="smoothed-importance"
         Resampling scheme (see :mod:`prdist.bootstrap`).
     seed : None, int or numpy.random.SeedSequence, default=None
-        Seed of the replicates. None draws fresh entropy, reported in ``attrs["seed_entropy"]``
-        (pass it back as ``seed`` to reproduce the bands).
+        Seed of the replicates. None draws fresh entropy, reported by
+        :func:`bootstrap_band_result` in ``statistics.seed_entropy`` (pass it back as ``seed``
+        to reproduce the bands).
     client : distributed.Client, optional
         Run the replicate batches on this Dask cluster; None (the default) runs them in this
         process and imports no Dask. The result is bit-for-bit the same either way.
@@ -126,10 +129,8 @@ def bootstrap_bands(
         One row per grid recall, float64 columns ``recall``, ``precision`` (PR^), ``band_lower``,
         ``band_upper`` (sup-norm band), ``pointwise_lower``, ``pointwise_upper`` (pointwise
         bootstrap intervals) and ``normal_lower``, ``normal_upper`` (normal approximation with
-        the plug-in asymptotic variance, a cross-check). ``attrs`` holds the diagnostics: method,
-        delta, replicates, sup_radius, ess, ess_fraction, expected_ess_fraction, bandwidth,
-        instrumental_rate, prevalence, n, n_positive, seed_entropy, batches,
-        zero_positive_redraws, recall_min, recall_max.
+        the plug-in asymptotic variance, a cross-check). The diagnostics (effective sample size,
+        bandwidth, seed entropy, ...) come with the same table from :func:`bootstrap_band_result`.
 
     Raises
     ------
@@ -155,14 +156,48 @@ def bootstrap_bands(
     ['recall', 'precision', 'band_lower', 'band_upper', 'pointwise_lower', 'pointwise_upper']
     >>> bool((bands.band_lower <= bands.pointwise_lower).all())
     True
-    >>> bands.attrs["ess_fraction"]          # 150 positives: no reweighting needed
-    1.0
     """
     mapper = _batch_mapper(client, "bootstrap_bands")
     return bootstrap.bootstrap_bands(
         scores, labels, delta=delta, replicates=replicates, method=method, seed=seed, map_batches=mapper,
         beta=beta, eps_beta=eps_beta, bandwidth=bandwidth, instrumental_rate=instrumental_rate,
     )
+
+
+def bootstrap_band_result(scores, labels, *, client: Client | None = None, **options) -> Bands:
+    """The bands of :func:`bootstrap_bands` with their statistics (``prdist.bootstrap_band_result``).
+
+    Parameters
+    ----------
+    scores, labels : array-like of shape (n,)
+        The labeled i.i.d. sample, as :func:`prdist.bootstrap_bands` takes it.
+    client : distributed.Client, optional
+        Run the replicate batches on this Dask cluster; None runs them in this process.
+    **options
+        ``delta``, ``replicates``, ``method``, ``seed``, ``beta``, ``eps_beta``, ``bandwidth``,
+        ``instrumental_rate``: as :func:`prdist.bootstrap_bands` takes them.
+
+    Returns
+    -------
+    prdist.Bands
+        ``table``: the DataFrame :func:`bootstrap_bands` returns; ``statistics``: a
+        :class:`prdist.BandStatistics` (method, delta, replicates, sup_radius, ess, ess_fraction,
+        expected_ess_fraction, bandwidth, instrumental_rate, prevalence, n, n_positive,
+        seed_entropy, batches, zero_positive_redraws, recall_min, recall_max).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.random(500) < 0.3
+    >>> scores = rng.normal(labels * 1.5, 1.0)
+    >>> result = bootstrap_band_result(scores, labels, replicates=200, seed=1)
+    >>> result.statistics.ess_fraction          # 150 positives: no reweighting needed
+    1.0
+    >>> result.table.equals(bootstrap_bands(scores, labels, replicates=200, seed=1))
+    True
+    """
+    mapper = _batch_mapper(client, "bootstrap_band_result")
+    return bootstrap.bootstrap_band_result(scores, labels, map_batches=mapper, **options)
 
 
 def bootstrap_replicates(
