@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from prdist.cli import main, parse_system
 from prdist.dataflow import compare as cmp
 from prdist.dataflow import parquet as parquet_module
-from prdist.dataflow.labels import import_labels
+from prdist.dataflow.label_import import import_labels
 from prdist.errors import AwaitingLabels, DataError, InputError, ParameterError
 from prdist.importance import (
     SamplingDistribution,

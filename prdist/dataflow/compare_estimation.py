@@ -20,7 +20,9 @@ from ..importance import JointSample, estimate_precision, estimate_recall
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
 from .compare_params import CompareParams
 from .compare_sampling import DrawnSample
-from .labels import export_annotation_task, lookup_labels, normalise_keys, read_label_file
+from .annotation_task import export_annotation_task
+from .label_import import read_label_file
+from .labels import lookup_labels, normalise_keys
 
 __all__ = [
     "ExhaustiveSample",
@@ -75,7 +77,7 @@ def read_exhaustive(url: str, *, key_kind: str, storage_options=None) -> Exhaust
         Its correct keys (label 1), at least 2 of them.
     """
     check_choice(key_kind, name="key_kind", owner="read_exhaustive", choices=("int", "string"))
-    frame = read_label_file(url, storage_options=storage_options)
+    frame = read_label_file(url, storage_options=storage_options).verdicts
     if frame["key"].duplicated().any():
         clash = frame.groupby("key")["label"].nunique()
         if (clash > 1).any():

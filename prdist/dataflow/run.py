@@ -16,7 +16,7 @@ from ..report import render_report
 from . import evaluate as ev
 from . import exact
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
-from .labels import export_annotation_task
+from .annotation_task import export_annotation_task
 from .extract import extract_ranks
 from ..history import default_ranks
 from .history import default_series, release_name, release_place
