@@ -94,7 +94,7 @@ class EvaluationParams:
     bands: bool = False
     band_sample: int = 2000
     replicates: int = 1000
-    targets: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7)
+    targets: tuple[float, ...] = derived.TARGETS
     aggregate: str = "majority"
     judge_column: str | None = None
     gold_budget: int | None = None
