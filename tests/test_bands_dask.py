@@ -14,8 +14,8 @@ import pytest
 from dask_release import released
 from distributed import Client, LocalCluster, get_task_stream
 
-from prdist import bootstrap, population
-from prdist.bootstrap import replicate_batch_sizes
+from prdist import bootstrap, bootstrap_batches, bootstrap_laws, population
+from prdist.bootstrap_batches import replicate_batch_sizes
 from prdist.dataflow.bands import (
     TASKS_PER_THREAD,
     bootstrap_band_result,
@@ -118,10 +118,10 @@ def test_laws_tabulated_by_the_caller_give_the_same_rows(clients, sample):
         scores, labels, owner="test", replicates=REPLICATES, method="smoothed-importance",
         seed=3, beta=None, eps_beta=None, bandwidth=None, instrumental_rate=None,
     )
-    assert isinstance(setup.positive_law, bootstrap.LawSource)
+    assert isinstance(setup.positive_law, bootstrap_laws.LawSource)
     seeds = seed_seq.spawn(len(sizes))
-    expected = bootstrap.run_replicate_batches(setup, sizes, seeds).precision
-    for given in (setup, bootstrap.tabulate_laws(setup)):
+    expected = bootstrap_batches.run_replicate_batches(setup, sizes, seeds).precision
+    for given in (setup, bootstrap_batches.tabulate_laws(setup)):
         [rows] = submit_replicate_batches(clients[2], given, sizes, seeds).result()
         np.testing.assert_array_equal(rows.precision, expected)
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from scipy import special, stats
 
 import prdist
-from prdist import bootstrap, population
+from prdist import bootstrap, bootstrap_batches, bootstrap_laws, population
 from prdist.bootstrap import (
     BootstrapWarning,
     bootstrap_band_result,
@@ -33,14 +33,11 @@ from prdist.bootstrap import (
     bootstrap_replicates,
     default_instrumental_rate,
     expected_ess_fraction,
-    normal_pointwise_bands,
-    plugin_asymptotic_variance,
     recall_grid,
-    replicate_batch_sizes,
-    run_replicate_batch,
-    silverman_bandwidth,
     weighted_quantile,
 )
+from prdist.bootstrap_batches import replicate_batch_sizes, run_replicate_batch
+from prdist.pr_asymptotics import normal_pointwise_bands, plugin_asymptotic_variance, silverman_bandwidth
 from prdist.curves import EmpiricalPR, empirical_pr
 from prdist.errors import DataError, ParameterError
 
@@ -73,7 +70,7 @@ def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandw
         bandwidth=bandwidth,
         instrumental_rate=None,
     )
-    return bootstrap.tabulate_laws(setup)
+    return bootstrap_batches.tabulate_laws(setup)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,7 +86,7 @@ negative_scores = st.lists(st.integers(0, 6), min_size=1, max_size=25)
 @given(scores=positive_scores, u=st.lists(st.floats(1e-9, 1 - 1e-9), min_size=1, max_size=10))
 def test_empirical_law_is_the_distribution_of_the_scores(scores, u):
     x = np.sort(np.array(scores, dtype=float))
-    law = bootstrap.EmpiricalLaw.fit(x)
+    law = bootstrap_laws.EmpiricalLaw.fit(x)
     # Levels i/m hit the cdf's steps exactly: the quantile is the smallest x with F(x) >= u.
     levels = np.r_[u, np.arange(1, x.size) / x.size]
     expected = [min(v for v in x if np.count_nonzero(x <= v) / x.size >= level) for level in levels]
@@ -117,7 +114,7 @@ def test_smoothed_law_is_within_its_error_bound(name):
     scores = np.sort(scores)
     h = h or 0.9 * scores.std() * scores.size ** (-0.2)
     n = 2000  # the far clusters then fit in a table of full resolution
-    law = bootstrap.SmoothedLaw.fit(scores, h, total_items=n)
+    law = bootstrap_laws.SmoothedLaw.fit(scores, h, total_items=n)
     assert n * law.error_bound <= 1e-3
     tolerance = law.error_bound + 1e-12
     t = np.random.default_rng(0).uniform(scores[0] - 10 * h, scores[-1] + 10 * h, 3000)
@@ -128,7 +125,7 @@ def test_smoothed_law_is_within_its_error_bound(name):
 
 def test_smoothed_law_pickles_without_its_nodes_and_comes_back_bit_for_bit():
     scores = np.sort(binormal(0.3).sample(3000, seed=1)[0])
-    law = bootstrap.SmoothedLaw.fit(scores, 0.1, total_items=100_000)
+    law = bootstrap_laws.SmoothedLaw.fit(scores, 0.1, total_items=100_000)
     blob = pickle.dumps(law, protocol=5)
     assert len(blob) < law.nodes.nbytes + law.cumulative.nbytes / 2  # what a cluster ships
     copy = pickle.loads(blob)
@@ -140,16 +137,16 @@ def test_smoothed_law_pickles_without_its_nodes_and_comes_back_bit_for_bit():
 @pytest.mark.parametrize("bandwidth", [0.0, 0.1])
 def test_a_law_source_tabulates_the_law_and_knows_its_error_bound_before(bandwidth):
     scores = np.sort(binormal(0.3).sample(3000, seed=1)[0])
-    source = bootstrap.LawSource(scores, bandwidth, 100_000)
+    source = bootstrap_laws.LawSource(scores, bandwidth, 100_000)
     law = source.tabulate()
     if bandwidth:
-        fitted = bootstrap.SmoothedLaw.fit(scores, bandwidth, total_items=100_000)
+        fitted = bootstrap_laws.SmoothedLaw.fit(scores, bandwidth, total_items=100_000)
         assert source.error_bound == law.error_bound == fitted.error_bound > 0.0
         np.testing.assert_array_equal(law.cumulative, fitted.cumulative)
     else:
-        assert isinstance(law, bootstrap.EmpiricalLaw) and source.error_bound == 0.0
+        assert isinstance(law, bootstrap_laws.EmpiricalLaw) and source.error_bound == 0.0
     setup = make_setup(*binormal(0.3).sample(500, seed=2))
-    assert bootstrap.tabulate_laws(setup) is setup  # tabulated laws are kept as they are
+    assert bootstrap_batches.tabulate_laws(setup) is setup  # tabulated laws are kept as they are
 
 
 def test_scores_spread_over_millions_of_bandwidths_warn_and_keep_the_table_small():
@@ -167,7 +164,7 @@ def per_item_replicates(setup, pos, neg, rng, replicates):
     """The obvious bootstrap: draw the items (plus kernel noise), then the empirical curve."""
     curves = np.empty((replicates, setup.beta.size))
     for b in range(replicates):
-        n_pos = bootstrap._draw_positive_counts(setup, rng, 1)[0][0]
+        n_pos = bootstrap_batches._draw_positive_counts(setup, rng, 1)[0][0]
         drawn = [rng.choice(pos, n_pos), rng.choice(neg, setup.n - n_pos)]
         if setup.bandwidth > 0:
             drawn = [x + setup.bandwidth * rng.standard_normal(x.size) for x in drawn]
@@ -464,9 +461,9 @@ def test_replicates_are_the_seeded_batches_in_order():
     )
     np.testing.assert_array_equal(reps.replicate_precision, manual)
     # A cluster task runs a share of consecutive batches, joined: the same rows.
-    shares = [bootstrap.run_replicate_batches(setup, sizes[i:i + 3], seeds[i:i + 3])
+    shares = [bootstrap_batches.run_replicate_batches(setup, sizes[i:i + 3], seeds[i:i + 3])
               for i in range(0, len(sizes), 3)]
-    joined = bootstrap.join_batches(shares)
+    joined = bootstrap_batches.join_batches(shares)
     np.testing.assert_array_equal(joined.precision, manual)
     np.testing.assert_array_equal(joined.n_positive, reps.n_positive)
     np.testing.assert_array_equal(joined.log_weight, reps.log_weight)
@@ -479,7 +476,7 @@ def test_batch_sizes_cover_the_replicates(replicates):
     assert sum(sizes) == replicates and all(s >= 1 for s in sizes)
     assert max(sizes) - min(sizes) <= 1 and list(sizes) == sorted(sizes, reverse=True)
     # The fewest batches within the limit, in multiples of 8 (or one replicate each).
-    most = bootstrap._MAX_BATCH_REPLICATES
+    most = bootstrap_batches._MAX_BATCH_REPLICATES
     assert max(sizes) <= most
     assert len(sizes) == replicates or (len(sizes) % 8 == 0 and (len(sizes) - 8) * most < replicates)
 
@@ -615,7 +612,7 @@ def test_batches_run_where_map_batches_says():
 
     def recording(setup, sizes, seeds):
         calls.append(tuple(sizes))
-        return bootstrap.map_batches_in_process(setup, sizes, seeds)
+        return bootstrap_batches.map_batches_in_process(setup, sizes, seeds)
 
     mapped = bootstrap_bands(scores, labels, replicates=100, seed=3, map_batches=recording)
     assert calls == [replicate_batch_sizes(100)]
@@ -720,7 +717,7 @@ def test_band_result_is_typed_and_the_table_carries_no_attrs():
     """The statistics travel in a frozen BandStatistics beside the table, never in DataFrame.attrs."""
     scores, labels = binormal(0.3).sample(400, seed=8)
     result = bootstrap_band_result(scores, labels, replicates=64, seed=9, delta=0.1)
-    assert result.table.attrs == {} and bootstrap_bands(scores, labels, replicates=64, seed=9).attrs == {}
+    assert result.table.attrs == {} and bootstrap_bands(scores, labels, replicates=64, seed=9, delta=0.1).attrs == {}
     stats = result.statistics
     assert isinstance(stats, bootstrap.BandStatistics) and stats.delta == 0.1 and stats.seed_entropy == 9
     assert list(stats.to_dict()) == [

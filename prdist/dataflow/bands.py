@@ -1,17 +1,17 @@
 """Bootstrap replicates of the PR curve scattered over a Dask cluster.
 
-The core (:mod:`prdist.bootstrap`) prepares a :class:`~prdist.bootstrap.BootstrapSetup` (the
+The core (:mod:`prdist.bootstrap`) prepares a :class:`~prdist.bootstrap_batches.BootstrapSetup` (the
 class laws and the tuning) and a list of seeded batches, and hands them to a ``map_batches``
 function; :func:`submit_replicate_batches` is the one that runs them on the workers of a
 ``distributed.Client``, through :func:`prdist.dataflow.executor.start_all`:
 
-1. each class's scores (a :class:`~prdist.bootstrap.LawSource`) are sent to one worker, which
+1. each class's scores (a :class:`~prdist.bootstrap_laws.LawSource`) are sent to one worker, which
    tabulates that class's law: the two laws side by side on two workers, and the client, which
    would otherwise tabulate both before any worker starts, does neither. Every worker then fetches
    the law it lacks (a smoothed law pickles without its evenly spaced nodes: 8 MB at n = 10^6);
    the rest of the setup (the grid, the tuning) is sent once to every worker;
 2. the batches are dealt, in order, into :data:`TASKS_PER_THREAD` tasks per worker thread; a task
-   runs :func:`prdist.bootstrap.run_replicate_batches` on its share, batch i drawing from child i
+   runs :func:`prdist.bootstrap_batches.run_replicate_batches` on its share, batch i drawing from child i
    of ``SeedSequence(seed).spawn(k)`` (the same pure function the core calls in-process);
 3. each share's curves, positive counts and log-weights are copied into place as its task ends,
    while the other tasks still compute, and the core turns them into bands (meanwhile the client
@@ -41,15 +41,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import bootstrap
-from ..bootstrap import (
-    Bands,
-    BootstrapReplicates,
-    BootstrapSetup,
-    LawSource,
-    ReplicateBatch,
-    run_replicate_batches,
-    tabulate_laws,
-)
+from ..bootstrap import Bands, BootstrapReplicates
+from ..bootstrap_batches import BootstrapSetup, ReplicateBatch, run_replicate_batches, tabulate_laws
+from ..bootstrap_laws import LawSource
 from ..errors import ParameterError
 
 if TYPE_CHECKING:  # imported where a cluster is used: a call without one loads no distributed
@@ -118,7 +112,7 @@ def bootstrap_bands(
         Not allowed together with ``beta``.
     bandwidth : float, optional
         Smoothing bandwidth h >= 0 of the smoothed bootstrap (0: no smoothing). Default:
-        :func:`prdist.bootstrap.silverman_bandwidth`. Smoothed importance bootstrap only.
+        :func:`prdist.pr_asymptotics.silverman_bandwidth`. Smoothed importance bootstrap only.
     instrumental_rate : float, optional
         Instrumental positive rate p~ in (0, 1). Default: :func:`prdist.bootstrap.default_instrumental_rate`.
         Smoothed importance bootstrap only.
@@ -169,13 +163,9 @@ def bootstrap_band_result(scores, labels, *, client: Client | None = None, **opt
 
     Parameters
     ----------
-    scores, labels : array-like of shape (n,)
-        The labeled i.i.d. sample, as :func:`prdist.bootstrap_bands` takes it.
-    client : distributed.Client, optional
-        Run the replicate batches on this Dask cluster; None runs them in this process.
-    **options
-        ``delta``, ``replicates``, ``method``, ``seed``, ``beta``, ``eps_beta``, ``bandwidth``,
-        ``instrumental_rate``: as :func:`prdist.bootstrap_bands` takes them.
+    scores, labels, client, **options
+        Every parameter of :func:`prdist.bootstrap_bands` (``delta``, ``replicates``, ``method``,
+        ``seed``, ``beta``, ``eps_beta``, ``bandwidth``, ``instrumental_rate``), as it takes them.
 
     Returns
     -------
@@ -297,7 +287,7 @@ def submit_replicate_batches(
     setup : BootstrapSetup
         The sample and tuning; its laws tabulated on the workers if it holds their sources.
     sizes : sequence of int
-        Replicates per batch (:func:`prdist.bootstrap.replicate_batch_sizes`).
+        Replicates per batch (:func:`prdist.bootstrap_batches.replicate_batch_sizes`).
     seeds : sequence of numpy.random.SeedSequence
         One seed per batch, aligned with ``sizes``.
     owner : str
