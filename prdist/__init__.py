@@ -12,9 +12,9 @@ __version__ = "0.1.0"
 #: Public name -> the module of prdist that defines it.
 _LAZY = {
     "population": None,  # a module of its own
-    **dict.fromkeys(("BootstrapReplicates", "BootstrapWarning"), "bootstrap"),
+    **dict.fromkeys(("Bands", "BandStatistics", "BootstrapReplicates", "BootstrapWarning"), "bootstrap"),
     # They take client= (a Dask cluster): they live in the dataflow layer.
-    **dict.fromkeys(("bootstrap_bands", "bootstrap_replicates"), "dataflow.bands"),
+    **dict.fromkeys(("bootstrap_band_result", "bootstrap_bands", "bootstrap_replicates"), "dataflow.bands"),
     **dict.fromkeys(("PaulaBounds", "paula_bounds", "precision_function"), "bounds"),
     **dict.fromkeys(("confidence_margins", "monotone_rate_test"), "confidence"),
     **dict.fromkeys(("EmpiricalPR", "TiedScoresWarning", "empirical_pr", "exact_pr_points"), "curves"),

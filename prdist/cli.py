@@ -909,7 +909,7 @@ def _add_labels_fill(actions) -> None:
 
 def _cmd_labels_import(args) -> int:
     from .dataflow.label_formats import Layout
-    from .dataflow.labels import import_labels, read_annotator_map
+    from .dataflow.label_import import import_labels, read_annotator_map
     from .redaction import terminal_text
     from .verdicts import VerdictWords
 
@@ -938,7 +938,7 @@ def _cmd_labels_import(args) -> int:
 
 
 def _cmd_labels_export(args) -> int:
-    from .dataflow.labels import newest_run, write_annotation_file
+    from .dataflow.annotation_task import newest_run, write_annotation_file
 
     options = _storage_options(args)
     if args.join_columns is not None and args.join is None:
@@ -955,8 +955,8 @@ def _cmd_labels_export(args) -> int:
 
 
 def _text_table(url: str, names: str | None, option: str, storage_options):
-    """A --join or --from file as text columns (:func:`prdist.dataflow.labels.read_text_table`)."""
-    from .dataflow.labels import read_text_table
+    """A --join or --from file as text columns (:func:`prdist.dataflow.annotation_task.read_text_table`)."""
+    from .dataflow.annotation_task import read_text_table
 
     columns = None if names is None else tuple(c.strip() for c in names.split(","))
     if columns is not None and (not all(columns) or len(set(columns)) < len(columns)):
@@ -965,7 +965,7 @@ def _text_table(url: str, names: str | None, option: str, storage_options):
 
 
 def _cmd_labels_fill(args) -> int:
-    from .dataflow.labels import fill_task
+    from .dataflow.annotation_task import fill_task
 
     options = _storage_options(args)
     if args.source_columns is not None and args.source is None:

@@ -14,12 +14,17 @@ import pandas as pd
 from ._validation import check_float
 
 __all__ = [
+    "TARGETS",
     "average_precision_bounds",
     "deepest_rank",
     "pr_region",
     "precision_yield_region",
     "roc_region",
 ]
+
+#: The precision targets whose deepest guaranteed cut-off (:func:`deepest_rank`) a run and an
+#: :class:`prdist.Evaluation` report, highest first.
+TARGETS = (0.95, 0.9, 0.8, 0.7)
 
 
 def _ranks_or_default(bounds, ranks) -> np.ndarray:

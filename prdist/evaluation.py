@@ -25,22 +25,22 @@ from .render.plotting import plot_bounds
 from .ranking import as_key_array, rank_order
 from .render.report import render_report, render_summary
 
-__all__ = ["Evaluation", "evaluate", "parse_verdicts"]
+__all__ = ["Evaluation", "evaluate", "verdict_labels"]
 
 _OWNER = "evaluate"
-TARGETS = (0.95, 0.9, 0.8, 0.7)
 
 
-def parse_verdicts(mapping) -> pd.Series:
-    """Verdicts keyed by item key: 1.0 correct, 0.0 incorrect, NaN cannot judge.
+def verdict_labels(mapping) -> pd.Series:
+    """Verdicts keyed by item key, as labels: 1.0 correct, 0.0 incorrect, NaN cannot judge.
 
-    Accepts a dict or a pandas Series whose values are the verdict words of label files, through
+    The labels of the bounds (NaN: unknown), made from the verdict codes of
+    :func:`prdist.verdicts.parse_verdicts` (1, 0, -1 = cannot judge). Accepts a dict or a pandas Series whose values are the verdict words of label files, through
     the same parser (:func:`prdist.verdicts.parse_verdicts`, case-insensitive): 1/0, True/False,
     yes/no, correct/incorrect, accept/reject, and skip/unsure/cannot judge/ignore (-1) for an item
     the annotator cannot judge, which is then never requested again. ``None``, NaN and blank text
     mean "no verdict yet" (a label file's empty cell) and are left out.
 
-    >>> parse_verdicts({"a": 1, "b": False, "c": "skip", "d": None, "e": "Correct", "f": "cannot judge"}).to_dict()
+    >>> verdict_labels({"a": 1, "b": False, "c": "skip", "d": None, "e": "Correct", "f": "cannot judge"}).to_dict()
     {'a': 1.0, 'b': 0.0, 'c': nan, 'e': 1.0, 'f': nan}
     """
     if isinstance(mapping, pd.Series):
@@ -155,9 +155,9 @@ class Evaluation:
         Columns target, rank (0: no rank is guaranteed), score (the score at that rank: keeping
         the items scored at least that high keeps the guarantee, ties aside).
         """
-        ranks = [derived.deepest_rank(self.bounds, t) for t in TARGETS]
+        ranks = [derived.deepest_rank(self.bounds, t) for t in derived.TARGETS]
         scores = [float(self.scores[r - 1]) if r > 0 else np.nan for r in ranks]
-        return pd.DataFrame({"target": TARGETS, "rank": np.asarray(ranks, dtype=np.int64), "score": scores})
+        return pd.DataFrame({"target": derived.TARGETS, "rank": np.asarray(ranks, dtype=np.int64), "score": scores})
 
     @cached_property
     def counts(self) -> dict:
@@ -177,12 +177,12 @@ class Evaluation:
         ----------
         mapping : dict or pandas.Series
             Item key -> a verdict in the words label files use (1/0, True/False, "correct",
-            "incorrect", "yes", "no", "skip", "cannot judge", ...: :func:`parse_verdicts`). None,
+            "incorrect", "yes", "no", "skip", "cannot judge", ...: :func:`verdict_labels`). None,
             NaN and blank text are ignored. Keys that are not items of the resource are counted in
             ``unmatched`` and otherwise ignored (a label file often covers other systems too);
             a mapping none of whose keys is an item is refused (DataError).
         """
-        new = parse_verdicts(mapping)
+        new = verdict_labels(mapping)
         matched = new.index.isin(pd.Index(self.keys))
         if new.size and not matched.any():
             # Not one key in common: the keys are spelled otherwise (text against integers, another

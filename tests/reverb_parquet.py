@@ -4,7 +4,7 @@ The ReVerb data stay in ../shared/data beside the clone (never copied into the r
 helper writes them where a test wants them (``tmp_path`` or an ``s3://`` prefix) in the form
 ``prdist compare`` reads: one Parquet dataset (``key``, ``score``) per system, rows in file order,
 optionally cut into several files and row groups, and one Parquet label file (``key``, ``label``)
-for :func:`prdist.dataflow.labels.import_labels`.
+for :func:`prdist.dataflow.label_import.import_labels`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import pytest
 
 from prdist.dataflow import labels as store_module
 from prdist.dataflow.evaluate import resolve_labels
-from prdist.dataflow.labels import import_labels, lookup_labels, store_status, whole_store
+from prdist.dataflow.label_import import import_labels
+from prdist.dataflow.labels import lookup_labels, store_status, whole_store
 
 KEYS, ANNOTATORS = 1500, 36
 

@@ -40,7 +40,8 @@ from prdist import plan_paula, population, precision_function, random_sampling_b
 from cli_run import cli
 from prdist.dataflow.artifacts import RunDirectory
 from prdist.dataflow.evaluate import EvaluationParams
-from prdist.dataflow.labels import import_labels, write_annotation_file
+from prdist.dataflow.annotation_task import write_annotation_file
+from prdist.dataflow.label_import import import_labels
 from prdist.dataflow import extract_ranks, open_resource, verify_order
 from prdist.dataflow.storage import parse_storage_options, write_bytes_exclusive
 from prdist.dataflow.synth import write_synthetic

@@ -14,10 +14,11 @@ import pytest
 from dask_release import released
 from distributed import Client, LocalCluster, get_task_stream
 
-from prdist import bootstrap, population
-from prdist.bootstrap import replicate_batch_sizes
+from prdist import bootstrap, bootstrap_batches, bootstrap_laws, population
+from prdist.bootstrap_batches import replicate_batch_sizes
 from prdist.dataflow.bands import (
     TASKS_PER_THREAD,
+    bootstrap_band_result,
     bootstrap_bands,
     bootstrap_replicates,
     submit_replicate_batches,
@@ -61,14 +62,14 @@ def test_sample_spans_several_batches():
 @pytest.mark.parametrize("method", ["smoothed-importance", "stratified", "naive"])
 def test_bands_identical_in_process_and_on_1_and_2_workers(clients, sample, method):
     scores, labels = sample
-    local = bootstrap_bands(scores, labels, replicates=REPLICATES, method=method, seed=2017)
+    local = bootstrap_band_result(scores, labels, replicates=REPLICATES, method=method, seed=2017)
     for workers, client in clients.items():
         with get_task_stream(client) as stream:
-            remote = bootstrap_bands(
+            remote = bootstrap_band_result(
                 scores, labels, replicates=REPLICATES, method=method, seed=2017, client=client
             )
-        pd.testing.assert_frame_equal(remote, local, check_exact=True)
-        assert remote.attrs == local.attrs
+        pd.testing.assert_frame_equal(remote.table, local.table, check_exact=True)
+        assert remote.statistics == local.statistics
         batch_tasks = [t for t in stream.data if str(t["key"]).startswith("replicate_batches")]
         assert len({task["worker"] for task in batch_tasks}) == workers  # every worker ran some
 
@@ -117,10 +118,10 @@ def test_laws_tabulated_by_the_caller_give_the_same_rows(clients, sample):
         scores, labels, owner="test", replicates=REPLICATES, method="smoothed-importance",
         seed=3, beta=None, eps_beta=None, bandwidth=None, instrumental_rate=None,
     )
-    assert isinstance(setup.positive_law, bootstrap.LawSource)
+    assert isinstance(setup.positive_law, bootstrap_laws.LawSource)
     seeds = seed_seq.spawn(len(sizes))
-    expected = bootstrap.run_replicate_batches(setup, sizes, seeds).precision
-    for given in (setup, bootstrap.tabulate_laws(setup)):
+    expected = bootstrap_batches.run_replicate_batches(setup, sizes, seeds).precision
+    for given in (setup, bootstrap_batches.tabulate_laws(setup)):
         [rows] = submit_replicate_batches(clients[2], given, sizes, seeds).result()
         np.testing.assert_array_equal(rows.precision, expected)
 

@@ -25,21 +25,19 @@ from hypothesis import strategies as st
 from scipy import special, stats
 
 import prdist
-from prdist import bootstrap, population
+from prdist import bootstrap, bootstrap_batches, bootstrap_laws, population
 from prdist.bootstrap import (
     BootstrapWarning,
+    bootstrap_band_result,
     bootstrap_bands,
     bootstrap_replicates,
     default_instrumental_rate,
     expected_ess_fraction,
-    normal_pointwise_bands,
-    plugin_asymptotic_variance,
     recall_grid,
-    replicate_batch_sizes,
-    run_replicate_batch,
-    silverman_bandwidth,
     weighted_quantile,
 )
+from prdist.bootstrap_batches import replicate_batch_sizes, run_replicate_batch
+from prdist.pr_asymptotics import normal_pointwise_bands, plugin_asymptotic_variance, silverman_bandwidth
 from prdist.curves import EmpiricalPR, empirical_pr
 from prdist.errors import DataError, ParameterError
 
@@ -72,7 +70,7 @@ def make_setup(scores, labels, *, method="smoothed-importance", beta=None, bandw
         bandwidth=bandwidth,
         instrumental_rate=None,
     )
-    return bootstrap.tabulate_laws(setup)
+    return bootstrap_batches.tabulate_laws(setup)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,7 +86,7 @@ negative_scores = st.lists(st.integers(0, 6), min_size=1, max_size=25)
 @given(scores=positive_scores, u=st.lists(st.floats(1e-9, 1 - 1e-9), min_size=1, max_size=10))
 def test_empirical_law_is_the_distribution_of_the_scores(scores, u):
     x = np.sort(np.array(scores, dtype=float))
-    law = bootstrap.EmpiricalLaw.fit(x)
+    law = bootstrap_laws.EmpiricalLaw.fit(x)
     # Levels i/m hit the cdf's steps exactly: the quantile is the smallest x with F(x) >= u.
     levels = np.r_[u, np.arange(1, x.size) / x.size]
     expected = [min(v for v in x if np.count_nonzero(x <= v) / x.size >= level) for level in levels]
@@ -116,7 +114,7 @@ def test_smoothed_law_is_within_its_error_bound(name):
     scores = np.sort(scores)
     h = h or 0.9 * scores.std() * scores.size ** (-0.2)
     n = 2000  # the far clusters then fit in a table of full resolution
-    law = bootstrap.SmoothedLaw.fit(scores, h, total_items=n)
+    law = bootstrap_laws.SmoothedLaw.fit(scores, h, total_items=n)
     assert n * law.error_bound <= 1e-3
     tolerance = law.error_bound + 1e-12
     t = np.random.default_rng(0).uniform(scores[0] - 10 * h, scores[-1] + 10 * h, 3000)
@@ -127,7 +125,7 @@ def test_smoothed_law_is_within_its_error_bound(name):
 
 def test_smoothed_law_pickles_without_its_nodes_and_comes_back_bit_for_bit():
     scores = np.sort(binormal(0.3).sample(3000, seed=1)[0])
-    law = bootstrap.SmoothedLaw.fit(scores, 0.1, total_items=100_000)
+    law = bootstrap_laws.SmoothedLaw.fit(scores, 0.1, total_items=100_000)
     blob = pickle.dumps(law, protocol=5)
     assert len(blob) < law.nodes.nbytes + law.cumulative.nbytes / 2  # what a cluster ships
     copy = pickle.loads(blob)
@@ -139,16 +137,16 @@ def test_smoothed_law_pickles_without_its_nodes_and_comes_back_bit_for_bit():
 @pytest.mark.parametrize("bandwidth", [0.0, 0.1])
 def test_a_law_source_tabulates_the_law_and_knows_its_error_bound_before(bandwidth):
     scores = np.sort(binormal(0.3).sample(3000, seed=1)[0])
-    source = bootstrap.LawSource(scores, bandwidth, 100_000)
+    source = bootstrap_laws.LawSource(scores, bandwidth, 100_000)
     law = source.tabulate()
     if bandwidth:
-        fitted = bootstrap.SmoothedLaw.fit(scores, bandwidth, total_items=100_000)
+        fitted = bootstrap_laws.SmoothedLaw.fit(scores, bandwidth, total_items=100_000)
         assert source.error_bound == law.error_bound == fitted.error_bound > 0.0
         np.testing.assert_array_equal(law.cumulative, fitted.cumulative)
     else:
-        assert isinstance(law, bootstrap.EmpiricalLaw) and source.error_bound == 0.0
+        assert isinstance(law, bootstrap_laws.EmpiricalLaw) and source.error_bound == 0.0
     setup = make_setup(*binormal(0.3).sample(500, seed=2))
-    assert bootstrap.tabulate_laws(setup) is setup  # tabulated laws are kept as they are
+    assert bootstrap_batches.tabulate_laws(setup) is setup  # tabulated laws are kept as they are
 
 
 def test_scores_spread_over_millions_of_bandwidths_warn_and_keep_the_table_small():
@@ -166,7 +164,7 @@ def per_item_replicates(setup, pos, neg, rng, replicates):
     """The obvious bootstrap: draw the items (plus kernel noise), then the empirical curve."""
     curves = np.empty((replicates, setup.beta.size))
     for b in range(replicates):
-        n_pos = bootstrap._draw_positive_counts(setup, rng, 1)[0][0]
+        n_pos = bootstrap_batches._draw_positive_counts(setup, rng, 1)[0][0]
         drawn = [rng.choice(pos, n_pos), rng.choice(neg, setup.n - n_pos)]
         if setup.bandwidth > 0:
             drawn = [x + setup.bandwidth * rng.standard_normal(x.size) for x in drawn]
@@ -342,9 +340,9 @@ def test_default_instrumental_rate_keeps_enough_positives_and_ess(n, p, target):
 def test_paper_rate_one_half_collapses_the_ess_and_warns():
     scores, labels = binormal(0.05, shift=2).sample(500, seed=2)
     with pytest.warns(BootstrapWarning, match="effective replicates"):
-        bands = bootstrap_bands(scores, labels, replicates=300, seed=1, instrumental_rate=0.5)
-    assert bands.attrs["ess"] < 5
-    assert bands.attrs["expected_ess_fraction"] < 1e-20
+        stats = bootstrap_band_result(scores, labels, replicates=300, seed=1, instrumental_rate=0.5).statistics
+    assert stats.ess < 5
+    assert stats.expected_ess_fraction < 1e-20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,7 +399,8 @@ def test_weighted_quantile_equals_the_sorted_definition_bit_for_bit(weight):
 
 def test_bands_are_nested_and_centred():
     scores, labels = population.bibeta(neg=(2, 5), pos=(5, 2), prevalence=0.2).sample(1500, seed=4)
-    bands = bootstrap_bands(scores, labels, replicates=300, seed=5)
+    result = bootstrap_band_result(scores, labels, replicates=300, seed=5)
+    bands = result.table
     assert list(bands.columns[:6]) == BAND_COLUMNS
     assert all(bands[c].dtype == np.float64 for c in bands.columns)
     assert not bands.isna().any().any()
@@ -410,21 +409,24 @@ def test_bands_are_nested_and_centred():
     assert np.all((0 <= lo) & (lo <= plo) & (plo <= pr) & (pr <= phi) & (phi <= hi) & (hi <= 1))
     np.testing.assert_array_equal(bands.recall, recall_grid())
     np.testing.assert_array_equal(bands.precision, empirical_pr(scores, labels, recall_grid()))
-    attrs = bands.attrs
-    assert attrs["method"] == "smoothed-importance" and attrs["replicates"] == 300
-    assert attrs["bandwidth"] == pytest.approx(silverman_bandwidth(scores, labels))
-    assert 0 < attrs["ess"] <= 300 and attrs["n"] == 1500
+    stats = result.statistics
+    assert stats.method == "smoothed-importance" and stats.replicates == 300
+    assert stats.bandwidth == pytest.approx(silverman_bandwidth(scores, labels))
+    assert 0 < stats.ess <= 300 and stats.n == 1500
+    assert stats.to_dict()["n_positive"] == stats.n_positive == int(labels.sum())
 
 
 def test_radius_is_the_weighted_quantile_of_the_sup_deviation():
     scores, labels = binormal(0.04).sample(800, seed=1)
     reps = bootstrap_replicates(scores, labels, replicates=400, seed=2)
-    bands = reps.bands(0.1)
+    result = reps.band_result(0.1)
+    bands = result.table
+    pd.testing.assert_frame_equal(bands, reps.bands(0.1), check_exact=True)
     sup = np.abs(reps.replicate_precision - reps.precision).max(axis=1)
     order = np.argsort(sup)
     cum = np.cumsum(reps.weights[order])
     expected = sup[order][np.searchsorted(cum, 0.9 * cum[-1] * (1 - 1e-12))]
-    assert bands.attrs["sup_radius"] == pytest.approx(expected, rel=1e-12)
+    assert result.statistics.sup_radius == pytest.approx(expected, rel=1e-12)
     # Clipped to [0, 1], never wider than the radius.
     assert np.all(bands.band_upper - bands.precision <= expected + 1e-15)
 
@@ -436,9 +438,9 @@ def test_same_seed_same_bands_and_seed_none_is_reproducible():
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     c = bootstrap_bands(scores, labels, replicates=100, seed=43)
     assert not np.array_equal(a.band_lower, c.band_lower)
-    fresh = bootstrap_bands(scores, labels, replicates=100)
-    again = bootstrap_bands(scores, labels, replicates=100, seed=fresh.attrs["seed_entropy"])
-    pd.testing.assert_frame_equal(fresh, again, check_exact=True)
+    fresh = bootstrap_band_result(scores, labels, replicates=100)
+    again = bootstrap_bands(scores, labels, replicates=100, seed=fresh.statistics.seed_entropy)
+    pd.testing.assert_frame_equal(fresh.table, again, check_exact=True)
     ss = np.random.SeedSequence(7)
     pd.testing.assert_frame_equal(
         bootstrap_bands(scores, labels, replicates=100, seed=ss),
@@ -459,9 +461,9 @@ def test_replicates_are_the_seeded_batches_in_order():
     )
     np.testing.assert_array_equal(reps.replicate_precision, manual)
     # A cluster task runs a share of consecutive batches, joined: the same rows.
-    shares = [bootstrap.run_replicate_batches(setup, sizes[i:i + 3], seeds[i:i + 3])
+    shares = [bootstrap_batches.run_replicate_batches(setup, sizes[i:i + 3], seeds[i:i + 3])
               for i in range(0, len(sizes), 3)]
-    joined = bootstrap.join_batches(shares)
+    joined = bootstrap_batches.join_batches(shares)
     np.testing.assert_array_equal(joined.precision, manual)
     np.testing.assert_array_equal(joined.n_positive, reps.n_positive)
     np.testing.assert_array_equal(joined.log_weight, reps.log_weight)
@@ -474,7 +476,7 @@ def test_batch_sizes_cover_the_replicates(replicates):
     assert sum(sizes) == replicates and all(s >= 1 for s in sizes)
     assert max(sizes) - min(sizes) <= 1 and list(sizes) == sorted(sizes, reverse=True)
     # The fewest batches within the limit, in multiples of 8 (or one replicate each).
-    most = bootstrap._MAX_BATCH_REPLICATES
+    most = bootstrap_batches._MAX_BATCH_REPLICATES
     assert max(sizes) <= most
     assert len(sizes) == replicates or (len(sizes) % 8 == 0 and (len(sizes) - 8) * most < replicates)
 
@@ -552,8 +554,9 @@ def test_few_positives_warn():
     labels = np.zeros(300)
     labels[:8] = 1
     with pytest.warns(BootstrapWarning, match="only 8 positives"):
-        bands = bootstrap_bands(rng.normal(labels), labels, replicates=400, seed=1)
-    assert bands.attrs["instrumental_rate"] > 8 / 300  # importance resampling is active
+        result = bootstrap_band_result(rng.normal(labels), labels, replicates=400, seed=1)
+    bands = result.table
+    assert result.statistics.instrumental_rate > 8 / 300  # importance resampling is active
     assert not bands.isna().any().any()
 
 
@@ -609,7 +612,7 @@ def test_batches_run_where_map_batches_says():
 
     def recording(setup, sizes, seeds):
         calls.append(tuple(sizes))
-        return bootstrap.map_batches_in_process(setup, sizes, seeds)
+        return bootstrap_batches.map_batches_in_process(setup, sizes, seeds)
 
     mapped = bootstrap_bands(scores, labels, replicates=100, seed=3, map_batches=recording)
     assert calls == [replicate_batch_sizes(100)]
@@ -661,11 +664,12 @@ def coverage_study(model, *, n, replicates, seeds, method, delta=0.05):
             replicated = bootstrap_replicates(
                 scores, labels, replicates=replicates, method=method, seed=seed
             )
-            bands = replicated.bands(delta)
+            result = replicated.band_result(delta)
+            bands = result.table
         covered += bool(np.all((bands.band_lower <= truth) & (truth <= bands.band_upper)))
         lower, upper = bands.pointwise_lower[middle], bands.pointwise_upper[middle]
         covered_middle += bool(lower <= truth[middle] <= upper)
-        radii.append(bands.attrs["sup_radius"])
+        radii.append(result.statistics.sup_radius)
     true_q = true_sup_quantile(model, n, 1 - delta, samples=600, beta=beta)
     return covered / len(seeds), covered_middle / len(seeds), float(np.mean(radii)), true_q
 
@@ -707,3 +711,24 @@ def test_sup_band_covers_population_curve(name, method):
     # Pointwise at recall 0.5 (observed 0.92-0.98 at these seeds): the same binomial floor.
     assert pointwise >= coverage_floor(150)
     assert RADIUS_RATIO[0] <= radius / true_q <= RADIUS_RATIO[1]
+
+
+def test_band_result_is_typed_and_the_table_carries_no_attrs():
+    """The statistics travel in a frozen BandStatistics beside the table, never in DataFrame.attrs."""
+    scores, labels = binormal(0.3).sample(400, seed=8)
+    result = bootstrap_band_result(scores, labels, replicates=64, seed=9, delta=0.1)
+    assert result.table.attrs == {} and bootstrap_bands(scores, labels, replicates=64, seed=9, delta=0.1).attrs == {}
+    stats = result.statistics
+    assert isinstance(stats, bootstrap.BandStatistics) and stats.delta == 0.1 and stats.seed_entropy == 9
+    assert list(stats.to_dict()) == [
+        "method", "delta", "replicates", "sup_radius", "ess", "ess_fraction", "expected_ess_fraction",
+        "bandwidth", "instrumental_rate", "prevalence", "n", "n_positive", "seed_entropy", "batches",
+        "zero_positive_redraws", "recall_min", "recall_max",
+    ]  # fmt: skip
+    assert stats.batches == len(replicate_batch_sizes(64)) and (stats.recall_min, stats.recall_max) == (0.05, 0.95)
+    with pytest.raises(AttributeError):
+        stats.delta = 0.2  # frozen
+    assert prdist.Bands is bootstrap.Bands and prdist.BandStatistics is bootstrap.BandStatistics
+    via_api = prdist.bootstrap_band_result(scores, labels, replicates=64, seed=9, delta=0.1)
+    pd.testing.assert_frame_equal(via_api.table, result.table, check_exact=True)
+    assert via_api.statistics == stats

@@ -25,7 +25,7 @@ from prdist.cli import main, parse_system
 from prdist.dataflow import compare as cmp
 from prdist.dataflow import parquet as parquet_module
 from prdist.dataflow import parquet_tasks
-from prdist.dataflow.labels import import_labels
+from prdist.dataflow.label_import import import_labels
 from prdist.errors import AwaitingLabels, DataError, InputError, ParameterError
 from prdist.importance import (
     SamplingDistribution,

@@ -162,9 +162,9 @@ def test_bands_follow_the_confidence(truth):
         params = ev.EvaluationParams(eps=0.1, window=20, bands=True, band_sample=600, replicates=60, seed=5, confidence=confidence)
         planned = ev.make_plan(keys.size, params)
         items = pd.DataFrame({"rank": planned.ranks, "key": keys[order][planned.ranks - 1], "score": scores[order][planned.ranks - 1]})
-        bands = ev.bands(planned, items, labels[order][planned.ranks - 1].astype(float), params)
-        assert bands.attrs["delta"] == pytest.approx(1 - confidence)
-        mean_width[confidence] = float(np.mean(bands["band_upper"] - bands["band_lower"]))
+        arm = ev.bands(planned, items, labels[order][planned.ranks - 1].astype(float), params)
+        assert arm.statistics.delta == pytest.approx(1 - confidence)
+        mean_width[confidence] = float(np.mean(arm.table["band_upper"] - arm.table["band_lower"]))
     assert mean_width[0.99] > mean_width[0.8]
     with pytest.raises(ParameterError, match="bootstrap bands hold only with a probability"):
         ev.EvaluationParams(bands=True)
@@ -200,7 +200,7 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
         assert lo == max(alone["yield_lower"].iloc[row], (known == 1).sum())
         assert hi == min(alone["yield_upper"].iloc[row], r - (known == 0).sum())
 
-    bands = ev.bands(planned, items, full, params)
+    bands = ev.bands(planned, items, full, params).table
     assert list(bands.columns[:6]) == ["recall", "precision", "band_lower", "band_upper", "pointwise_lower", "pointwise_upper"]
     assert np.all(bands["band_lower"] <= bands["precision"]) and np.all(bands["precision"] <= bands["band_upper"])
     missing = full.copy()
@@ -209,11 +209,11 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     # An item nobody can judge never comes back: the bands proceed without it, and say so.
     settled = np.isnan(missing)
     without = ev.bands(planned, items, missing, params, settled=settled)
-    assert without.attrs["cannot_judge_left_out"] == 1 and "missing at random" in without.attrs["assumption"]
+    assert without.cannot_judge_left_out == 1 and "missing at random" in without.to_dict()["assumption"]
     kept = planned.in_band_arm & ~settled
     alone = bootstrap_bands(items["score"].to_numpy()[kept], full[kept], delta=params.delta, replicates=params.replicates,
                             seed=params.seed)
-    np.testing.assert_array_equal(without["band_lower"], alone["band_lower"])
+    np.testing.assert_array_equal(without.table["band_lower"], alone["band_lower"])
 
 
 def test_bands_give_the_worst_case_over_items_nobody_can_judge(truth):
@@ -229,7 +229,8 @@ def test_bands_give_the_worst_case_over_items_nobody_can_judge(truth):
     never[np.random.default_rng(3).choice(arm, size=40, replace=False)] = True
     labels_seen = np.where(never, np.nan, full)
 
-    got = ev.bands(planned, items, labels_seen, params, settled=never)
+    result = ev.bands(planned, items, labels_seen, params, settled=never)
+    got = result.table
     contract = ["recall", "precision", "band_lower", "band_upper", "pointwise_lower", "pointwise_upper"]
     assert list(got.columns[:6]) == contract and list(got.columns[-2:]) == ["precision_worst_low", "precision_worst_high"]
 
@@ -239,13 +240,15 @@ def test_bands_give_the_worst_case_over_items_nobody_can_judge(truth):
     for column in contract + ["normal_lower", "normal_upper"]:
         np.testing.assert_array_equal(got[column], mar[column])
     # 2^40 assignments are too many to bootstrap each (tests/test_worst_case.py has the computed
-    # case): the worst case is not stated, and the attrs say why.
+    # case): the worst case is not stated, and the result says why.
     assert got["precision_worst_low"].isna().all() and got["precision_worst_high"].isna().all()
-    assert not got.attrs["worst_case_computed"] and "not computed" in got.attrs["worst_case"]
-    assert got.attrs["cannot_judge_left_out"] == 40 and "missing at random" in got.attrs["assumption"]
-    assert got.attrs["worst_mean_width"] is None and got.attrs["band_mean_width"] > 0
-    assert got.attrs["prevalence_if_incorrect"] < got.attrs["prevalence"] < got.attrs["prevalence_if_correct"]
+    about = result.to_dict()
+    assert not about["worst_case_computed"] and "not computed" in about["worst_case"]
+    assert about["cannot_judge_left_out"] == 40 and "missing at random" in about["assumption"]
+    assert about["worst_mean_width"] is None and about["band_mean_width"] > 0
+    assert about["prevalence_if_incorrect"] < about["prevalence"] < about["prevalence_if_correct"]
 
     # Every arm item judged: no assumption, so no worst-case columns (the table is the bands alone).
     plain = ev.bands(planned, items, full, params, settled=np.zeros(full.size, bool))
-    assert "precision_worst_low" not in plain.columns and "worst_case" not in plain.attrs
+    assert "precision_worst_low" not in plain.table.columns and "worst_case" not in plain.to_dict()
+    assert plain.worst_case is None and plain.to_dict()["assumption"] == "none"

@@ -16,7 +16,8 @@ import pytest
 from cli_run import cli
 from prdist import population
 from prdist.dataflow import evaluate as ev
-from prdist.dataflow.labels import import_labels, lookup_labels, read_store, store_status
+from prdist.dataflow.label_import import import_labels
+from prdist.dataflow.labels import lookup_labels, read_store, store_status
 from prdist.dataflow.synth import write_synthetic
 from prdist.errors import ParameterError
 

@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_run import cli
-from prdist.dataflow.labels import import_labels, lookup_labels, read_label_file
+from prdist.dataflow.label_import import LabelFile, import_labels, read_label_file
+from prdist.dataflow.labels import lookup_labels
 from prdist.errors import DataError, InputError
 from prdist.verdicts import VerdictWords
 
@@ -131,8 +132,9 @@ def test_every_tool_export_gives_the_same_verdicts(tmp_path, shape, fmt):
     name, make, tool = SHAPES[shape]
     path = tmp_path / name
     path.write_text(make())
-    frame = read_label_file(str(path), fmt="auto" if fmt == "auto" else tool)
-    assert frame.attrs["format"] == tool
+    read = read_label_file(str(path), fmt="auto" if fmt == "auto" else tool)
+    frame = read.verdicts
+    assert read.format == tool
     assert len(frame) == len(VOTES) and frame["annotator"].nunique() == 3
     store = str(tmp_path / "store")
     summary = import_labels(store, [str(path)], fmt="auto" if fmt == "auto" else tool)
@@ -160,14 +162,14 @@ def test_tool_words_are_mapped_by_the_user(tmp_path):
     with pytest.raises(InputError, match=r"row 1 has the verdict 'Relevant'"):
         read_label_file(str(path))
     words = VerdictWords(positive=("relevant",), negative=("off",), skip=("dunno",))
-    assert read_label_file(str(path), words=words)["label"].tolist()[:3] == [1, 1, 0]
+    assert read_label_file(str(path), words=words).verdicts["label"].tolist()[:3] == [1, 1, 0]
 
 
 def test_a_json_array_of_plain_records_is_read_as_one(tmp_path):
     path = tmp_path / "labels.json"
     path.write_text(json.dumps([{"key": 1, "label": "yes"}, {"key": 2, "label": "skip"}]))
-    frame = read_label_file(str(path))
-    assert frame.attrs["format"] == "jsonl" and frame["label"].tolist() == [1, -1]
+    read = read_label_file(str(path))
+    assert read.format == "jsonl" and read.verdicts["label"].tolist() == [1, -1]
 
 
 @pytest.mark.parametrize(
@@ -328,7 +330,7 @@ def test_each_hostile_shape_exits_2_with_one_line_naming_file_place_and_fix(tmp_
 def test_an_oversized_integer_key_is_stored_exactly(tmp_path):
     path = tmp_path / "big.jsonl"
     path.write_text('{"key": %d, "label": 1}\n' % 10**30)
-    assert read_label_file(str(path))["key"].tolist() == [str(10**30)]
+    assert read_label_file(str(path)).verdicts["key"].tolist() == [str(10**30)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,3 +616,17 @@ def test_the_import_line_counts_every_kind_of_verdict(tmp_path):
     code, out, err, store = _import(tmp_path, "l.csv", "key,label\na,correct\nb,incorrect\nc,cannot judge\nd,no\n")
     assert code == 0, err
     assert "4 verdicts on 4 keys by 1 annotator(s) (1 correct, 2 incorrect, 1 cannot judge) from 1 file(s)" in out, out
+
+
+def test_a_label_file_is_a_typed_result_without_attrs(tmp_path):
+    """What a file held besides its verdicts (format, skipped records, notes) is a frozen LabelFile's."""
+    path = tmp_path / "answers.csv"
+    path.write_text("key,label\n1,yes\n2,\n3,no\n4, \n")
+    read = read_label_file(str(path))
+    assert isinstance(read, LabelFile) and read.verdicts.attrs == {}
+    assert read.format == "csv" and read.skipped == (("blank", 2),) and read.skipped_blank == 2 and read.notes == ()
+    assert read.verdicts["key"].tolist() == ["1", "3"] and read.verdicts["label"].tolist() == [1, 0]
+    with pytest.raises(AttributeError):
+        read.format = "jsonl"  # frozen
+    summary = import_labels(str(tmp_path / "store"), [str(path)])
+    assert summary.formats == ("csv",) and summary.skipped == (("blank", 2),) and summary.labels == 2

@@ -11,7 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prdist.dataflow.labels import export_annotation_task, import_labels, lookup_labels, read_label_file, store_exists
+from prdist.dataflow.annotation_task import export_annotation_task
+from prdist.dataflow.label_import import import_labels, read_label_file
+from prdist.dataflow.labels import lookup_labels, store_exists
 from prdist.errors import DataError, InputError
 
 
@@ -76,7 +78,7 @@ def test_bad_label_files_are_refused(tmp_path, content, name, message):
     path = tmp_path / name
     path.write_text(content)
     if message is None:  # the control: the same shape, valid
-        assert read_label_file(str(path))["label"].tolist() == [1]
+        assert read_label_file(str(path)).verdicts["label"].tolist() == [1]
         return
     with pytest.raises((DataError, InputError), match=message):
         read_label_file(str(path))

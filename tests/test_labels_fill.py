@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from prdist.cli import main
-from prdist.dataflow.labels import read_label_file
+from prdist.dataflow.label_import import read_label_file
 
 N = 60
 
@@ -63,7 +63,7 @@ def test_fill_takes_verdicts_by_shared_columns_and_the_rest_as_cannot_judge(awai
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"prdist labels: {N} item(s): 40 label(s) from {tmp_path / 'truth.tsv'}, {N - 40} set to 'cannot judge'"
-    read = read_label_file(str(tmp_path / "answers.csv")).set_index("key")["label"]
+    read = read_label_file(str(tmp_path / "answers.csv")).verdicts.set_index("key")["label"]
     expected = [(1 if i % 3 else 0) if i < 40 else -1 for i in range(N)]
     assert read.loc[[f"k{i}" for i in range(N)]].tolist() == expected
     # The filled task imports; the run then completes.
@@ -78,7 +78,7 @@ def test_fill_reads_and_writes_json_lines_and_an_empty_task(awaiting, tmp_path, 
     capsys.readouterr()
     assert main(["labels", "fill", str(tmp_path / "task.jsonl"), "--rest", "skip", "--out", str(tmp_path / "a.jsonl")]) == 0
     assert capsys.readouterr().out.splitlines()[0] == f"prdist labels: {N} item(s): {N} set to 'skip'"
-    assert (read_label_file(str(tmp_path / "a.jsonl"))["label"] == -1).sum() == N
+    assert (read_label_file(str(tmp_path / "a.jsonl")).verdicts["label"] == -1).sum() == N
     (tmp_path / "empty.jsonl").write_text("")  # what a run with nothing to annotate exports
     assert main(["labels", "fill", str(tmp_path / "empty.jsonl"), "--rest", "skip", "--out", str(tmp_path / "b.jsonl")]) == 0
     assert "0 item(s): 0 set to 'skip'" in capsys.readouterr().out

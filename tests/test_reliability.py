@@ -30,7 +30,8 @@ import pytest
 import flows.evaluate_release  # noqa: F401 (Prefect configures its logging on import)
 from cli_run import cli
 from prdist.cli import URL_OPTIONS, build_parser
-from prdist.dataflow.labels import import_labels, lookup_labels, read_label_file
+from prdist.dataflow.label_import import import_labels, read_label_file
+from prdist.dataflow.labels import lookup_labels
 from prdist.dataflow.parquet import open_resource
 from prdist.dataflow.storage import resolve, write_bytes_exclusive
 from prdist.errors import InputError
@@ -465,13 +466,13 @@ def test_a_symlinked_label_file_is_followed_and_a_broken_one_refused(tmp_path):
     real = _labels_csv(tmp_path / "real.csv")
     os.symlink(real, tmp_path / "link.csv")
     os.symlink(tmp_path / "nowhere.csv", tmp_path / "broken.csv")
-    assert read_label_file(str(tmp_path / "link.csv"))["key"].tolist() == ["1", "4"]
+    assert read_label_file(str(tmp_path / "link.csv")).verdicts["key"].tolist() == ["1", "4"]
     assert_refused(["labels", "import", "--store", str(tmp_path / "store"), str(tmp_path / "broken.csv")],
                    says=["broken symbolic link"], watched=[tmp_path])
 
 
 def test_an_annotation_file_that_is_a_fifo_or_a_directory_is_refused(tmp_path, fifo):
-    from prdist.dataflow.labels import write_annotation_file
+    from prdist.dataflow.annotation_task import write_annotation_file
 
     run = tmp_path / "run"
     run.mkdir()
@@ -686,7 +687,7 @@ def test_every_exported_csv_is_spreadsheet_safe_and_imports_back_to_the_original
             # Exact when the file keeps the escape; when it was dropped, exact for every key that does
             # not itself start with an apostrophe (the documented limit of spreadsheet_csv).
             expected = [k for k in keys if not (drop and k.startswith("'"))]
-            assert set(expected) <= set(read_label_file(str(filled))["key"]), name
+            assert set(expected) <= set(read_label_file(str(filled)).verdicts["key"]), name
             found = lookup_labels(str(store), expected)
             assert found.missing == 0 and set(found.labels) == {1.0}, f"{name}: keys changed on the way back"
 

@@ -186,3 +186,23 @@ def test_agreement_undefined_without_pairs_or_spread():
     assert agreement(records([("a", 1, "x"), ("b", 0, "y")])).alpha is None
     assert agreement(records([("a", 1, "x"), ("a", 1, "y")])).alpha is None
     assert agreement(records([("a", 1, "x"), ("a", CANNOT_JUDGE, "y"), ("b", 0, "x")])).alpha is None
+
+
+def test_the_verdict_parser_and_the_cut_off_targets_are_defined_once():
+    """One ``parse_verdicts`` (the codes 1 / 0 / -1) and one ``TARGETS`` in the whole package: a
+    second definition, under the same name or as a second literal of the targets, fails here."""
+    import ast
+    from pathlib import Path
+
+    import prdist
+
+    found = {"parse_verdicts": [], "TARGETS": [], "targets literal": []}
+    for path in sorted(Path(prdist.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.FunctionDef) and node.name == "parse_verdicts":
+                found["parse_verdicts"].append(path.name)
+            elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TARGETS" for t in node.targets):
+                found["TARGETS"].append(path.name)
+            elif isinstance(node, ast.Tuple) and [getattr(e, "value", None) for e in node.elts] == [0.95, 0.9, 0.8, 0.7]:
+                found["targets literal"].append(path.name)
+    assert found == {"parse_verdicts": ["verdicts.py"], "TARGETS": ["derived.py"], "targets literal": ["derived.py"]}

@@ -172,10 +172,10 @@ def test_bands_worst_case_equals_brute_force_over_every_assignment(arm, k):
         warnings.simplefilter("ignore", BootstrapWarning)  # a small arm: few positives
         got = arm_bands(scores, labels, never, replicates=20 if k == 10 else 40, seed=k)
         low, high = band_brute_force(scores, labels, never, delta=0.1, replicates=20 if k == 10 else 40, seed=k)
-    np.testing.assert_array_equal(got["precision_worst_low"], low)
-    np.testing.assert_array_equal(got["precision_worst_high"], high)
-    assert got.attrs["worst_case_computed"] and got.attrs["worst_case_assignments"] == 2**k
-    assert "every assignment" in got.attrs["worst_case"] and "exact" in got.attrs["worst_case"]
+    np.testing.assert_array_equal(got.table["precision_worst_low"], low)
+    np.testing.assert_array_equal(got.table["precision_worst_high"], high)
+    assert got.worst_case.computed and got.worst_case.assignments == 2**k
+    assert "every assignment" in got.worst_case.text and "exact" in got.worst_case.text
 
 
 def test_bands_items_of_equal_score_are_interchangeable(arm):
@@ -190,9 +190,9 @@ def test_bands_items_of_equal_score_are_interchangeable(arm):
         warnings.simplefilter("ignore", BootstrapWarning)
         got = arm_bands(scores, labels, never, replicates=40, seed=1)
         low, high = band_brute_force(scores, labels, never, delta=0.1, replicates=40, seed=1)
-    assert got.attrs["worst_case_assignments"] == 9
-    np.testing.assert_array_equal(got["precision_worst_low"], low)
-    np.testing.assert_array_equal(got["precision_worst_high"], high)
+    assert got.worst_case.assignments == 9
+    np.testing.assert_array_equal(got.table["precision_worst_low"], low)
+    np.testing.assert_array_equal(got.table["precision_worst_high"], high)
 
 
 def test_bands_worst_case_beyond_the_limit_is_not_computed_and_says_so(arm):
@@ -202,7 +202,7 @@ def test_bands_worst_case_beyond_the_limit_is_not_computed_and_says_so(arm):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BootstrapWarning)
         got = arm_bands(scores, labels, never, replicates=40, seed=2)
-    assert got["precision_worst_low"].isna().all() and got["precision_worst_high"].isna().all()
-    assert not got.attrs["worst_case_computed"] and got.attrs["worst_mean_width"] is None
-    assert got.attrs["worst_case"].startswith("precision_worst_low / precision_worst_high: not computed (NaN)")
-    assert "4,096 distinct assignments" in got.attrs["worst_case"]
+    assert got.table["precision_worst_low"].isna().all() and got.table["precision_worst_high"].isna().all()
+    assert not got.worst_case.computed and got.worst_case.worst_mean_width is None
+    assert got.worst_case.text.startswith("precision_worst_low / precision_worst_high: not computed (NaN)")
+    assert "4,096 distinct assignments" in got.worst_case.text

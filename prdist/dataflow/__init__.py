@@ -14,7 +14,9 @@
   sort or a shuffle.
 - :mod:`~prdist.dataflow.exact`: the exact precision of a simulation at given ranks, counted in
   a pass over the score and label columns.
-- :mod:`~prdist.dataflow.labels`: the shared, append-only label store and annotation tasks.
+- :mod:`~prdist.dataflow.labels`: the shared, append-only label store and its lookups;
+  :mod:`~prdist.dataflow.label_import`: label files and tool exports into it;
+  :mod:`~prdist.dataflow.annotation_task`: the tasks annotators work from.
 - :mod:`~prdist.dataflow.artifacts`: run directories committed by a create-only manifest.
 - :mod:`~prdist.dataflow.evaluate` and :mod:`~prdist.dataflow.run`: the steps of an evaluation
   (plan, extract, labels, estimate, bands, write), which ``flows/_evaluate_release.py`` wires.

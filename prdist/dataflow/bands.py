@@ -1,17 +1,17 @@
 """Bootstrap replicates of the PR curve scattered over a Dask cluster.
 
-The core (:mod:`prdist.bootstrap`) prepares a :class:`~prdist.bootstrap.BootstrapSetup` (the
+The core (:mod:`prdist.bootstrap`) prepares a :class:`~prdist.bootstrap_batches.BootstrapSetup` (the
 class laws and the tuning) and a list of seeded batches, and hands them to a ``map_batches``
 function; :func:`submit_replicate_batches` is the one that runs them on the workers of a
 ``distributed.Client``, through :func:`prdist.dataflow.executor.start_all`:
 
-1. each class's scores (a :class:`~prdist.bootstrap.LawSource`) are sent to one worker, which
+1. each class's scores (a :class:`~prdist.bootstrap_laws.LawSource`) are sent to one worker, which
    tabulates that class's law: the two laws side by side on two workers, and the client, which
    would otherwise tabulate both before any worker starts, does neither. Every worker then fetches
    the law it lacks (a smoothed law pickles without its evenly spaced nodes: 8 MB at n = 10^6);
    the rest of the setup (the grid, the tuning) is sent once to every worker;
 2. the batches are dealt, in order, into :data:`TASKS_PER_THREAD` tasks per worker thread; a task
-   runs :func:`prdist.bootstrap.run_replicate_batches` on its share, batch i drawing from child i
+   runs :func:`prdist.bootstrap_batches.run_replicate_batches` on its share, batch i drawing from child i
    of ``SeedSequence(seed).spawn(k)`` (the same pure function the core calls in-process);
 3. each share's curves, positive counts and log-weights are copied into place as its task ends,
    while the other tasks still compute, and the core turns them into bands (meanwhile the client
@@ -24,8 +24,8 @@ the same on 1, 2 or N workers and in a single process (on one platform: see
 costs on the scheduler and client (milliseconds each) stay small, 1e5 replicates on one worker
 being 8 tasks, not 200.
 
-Users reach this through :func:`bootstrap_bands` and :func:`bootstrap_replicates` here (also
-``prdist.bootstrap_bands``): the core's functions with a ``client`` parameter. The core never
+Users reach this through :func:`bootstrap_bands`, :func:`bootstrap_band_result` and
+:func:`bootstrap_replicates` here (also ``prdist.bootstrap_bands`` etc.): the core's functions with a ``client`` parameter. The core never
 imports this module; ``prdist`` imports it on first use of those names.
 """
 
@@ -41,14 +41,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import bootstrap
-from ..bootstrap import (
-    BootstrapReplicates,
-    BootstrapSetup,
-    LawSource,
-    ReplicateBatch,
-    run_replicate_batches,
-    tabulate_laws,
-)
+from ..bootstrap import Bands, BootstrapReplicates
+from ..bootstrap_batches import BootstrapSetup, ReplicateBatch, run_replicate_batches, tabulate_laws
+from ..bootstrap_laws import LawSource
 from ..errors import ParameterError
 
 if TYPE_CHECKING:  # imported where a cluster is used: a call without one loads no distributed
@@ -60,6 +55,7 @@ if TYPE_CHECKING:  # imported where a cluster is used: a call without one loads 
 __all__ = [
     "TASKS_PER_THREAD",
     "PendingBatches",
+    "bootstrap_band_result",
     "bootstrap_bands",
     "bootstrap_replicates",
     "submit_replicate_batches",
@@ -102,8 +98,9 @@ def bootstrap_bands(
     method : {"smoothed-importance", "stratified", "naive"}, default="smoothed-importance"
         Resampling scheme (see :mod:`prdist.bootstrap`).
     seed : None, int or numpy.random.SeedSequence, default=None
-        Seed of the replicates. None draws fresh entropy, reported in ``attrs["seed_entropy"]``
-        (pass it back as ``seed`` to reproduce the bands).
+        Seed of the replicates. None draws fresh entropy, reported by
+        :func:`bootstrap_band_result` in ``statistics.seed_entropy`` (pass it back as ``seed``
+        to reproduce the bands).
     client : distributed.Client, optional
         Run the replicate batches on this Dask cluster; None (the default) runs them in this
         process and imports no Dask. The result is bit-for-bit the same either way.
@@ -115,7 +112,7 @@ def bootstrap_bands(
         Not allowed together with ``beta``.
     bandwidth : float, optional
         Smoothing bandwidth h >= 0 of the smoothed bootstrap (0: no smoothing). Default:
-        :func:`prdist.bootstrap.silverman_bandwidth`. Smoothed importance bootstrap only.
+        :func:`prdist.pr_asymptotics.silverman_bandwidth`. Smoothed importance bootstrap only.
     instrumental_rate : float, optional
         Instrumental positive rate p~ in (0, 1). Default: :func:`prdist.bootstrap.default_instrumental_rate`.
         Smoothed importance bootstrap only.
@@ -126,10 +123,8 @@ def bootstrap_bands(
         One row per grid recall, float64 columns ``recall``, ``precision`` (PR^), ``band_lower``,
         ``band_upper`` (sup-norm band), ``pointwise_lower``, ``pointwise_upper`` (pointwise
         bootstrap intervals) and ``normal_lower``, ``normal_upper`` (normal approximation with
-        the plug-in asymptotic variance, a cross-check). ``attrs`` holds the diagnostics: method,
-        delta, replicates, sup_radius, ess, ess_fraction, expected_ess_fraction, bandwidth,
-        instrumental_rate, prevalence, n, n_positive, seed_entropy, batches,
-        zero_positive_redraws, recall_min, recall_max.
+        the plug-in asymptotic variance, a cross-check). The diagnostics (effective sample size,
+        bandwidth, seed entropy, ...) come with the same table from :func:`bootstrap_band_result`.
 
     Raises
     ------
@@ -155,14 +150,44 @@ def bootstrap_bands(
     ['recall', 'precision', 'band_lower', 'band_upper', 'pointwise_lower', 'pointwise_upper']
     >>> bool((bands.band_lower <= bands.pointwise_lower).all())
     True
-    >>> bands.attrs["ess_fraction"]          # 150 positives: no reweighting needed
-    1.0
     """
     mapper = _batch_mapper(client, "bootstrap_bands")
     return bootstrap.bootstrap_bands(
         scores, labels, delta=delta, replicates=replicates, method=method, seed=seed, map_batches=mapper,
         beta=beta, eps_beta=eps_beta, bandwidth=bandwidth, instrumental_rate=instrumental_rate,
     )
+
+
+def bootstrap_band_result(scores, labels, *, client: Client | None = None, **options) -> Bands:
+    """The bands of :func:`bootstrap_bands` with their statistics (``prdist.bootstrap_band_result``).
+
+    Parameters
+    ----------
+    scores, labels, client, **options
+        Every parameter of :func:`prdist.bootstrap_bands` (``delta``, ``replicates``, ``method``,
+        ``seed``, ``beta``, ``eps_beta``, ``bandwidth``, ``instrumental_rate``), as it takes them.
+
+    Returns
+    -------
+    prdist.Bands
+        ``table``: the DataFrame :func:`bootstrap_bands` returns; ``statistics``: a
+        :class:`prdist.BandStatistics` (method, delta, replicates, sup_radius, ess, ess_fraction,
+        expected_ess_fraction, bandwidth, instrumental_rate, prevalence, n, n_positive,
+        seed_entropy, batches, zero_positive_redraws, recall_min, recall_max).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.random(500) < 0.3
+    >>> scores = rng.normal(labels * 1.5, 1.0)
+    >>> result = bootstrap_band_result(scores, labels, replicates=200, seed=1)
+    >>> result.statistics.ess_fraction          # 150 positives: no reweighting needed
+    1.0
+    >>> result.table.equals(bootstrap_bands(scores, labels, replicates=200, seed=1))
+    True
+    """
+    mapper = _batch_mapper(client, "bootstrap_band_result")
+    return bootstrap.bootstrap_band_result(scores, labels, map_batches=mapper, **options)
 
 
 def bootstrap_replicates(
@@ -262,7 +287,7 @@ def submit_replicate_batches(
     setup : BootstrapSetup
         The sample and tuning; its laws tabulated on the workers if it holds their sources.
     sizes : sequence of int
-        Replicates per batch (:func:`prdist.bootstrap.replicate_batch_sizes`).
+        Replicates per batch (:func:`prdist.bootstrap_batches.replicate_batch_sizes`).
     seeds : sequence of numpy.random.SeedSequence
         One seed per batch, aligned with ``sizes``.
     owner : str

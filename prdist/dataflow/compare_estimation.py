@@ -29,7 +29,9 @@ from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, 
 from .compare_params import CompareParams
 from .compare_sampling import DrawnSample
 from .extraction import Extraction
-from .labels import export_annotation_task, lookup_labels, normalise_keys, read_label_file
+from .annotation_task import export_annotation_task
+from .label_import import read_label_file
+from .labels import lookup_labels, normalise_keys
 
 __all__ = [
     "ExhaustiveSample",
@@ -84,7 +86,7 @@ def read_exhaustive(url: str, *, key_kind: str, storage_options=None) -> Exhaust
         Its correct keys (label 1), at least 2 of them.
     """
     check_choice(key_kind, name="key_kind", owner="read_exhaustive", choices=("int", "string"))
-    frame = read_label_file(url, storage_options=storage_options)
+    frame = read_label_file(url, storage_options=storage_options).verdicts
     if frame["key"].duplicated().any():
         clash = frame.groupby("key")["label"].nunique()
         if (clash > 1).any():

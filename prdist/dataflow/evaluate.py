@@ -7,10 +7,13 @@ them in order, and tests call them directly.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .. import derived
 from .._validation import check_choice, check_float, check_int
@@ -21,8 +24,13 @@ from .artifacts import run_id
 from .labels import LabelLookup, lookup_labels, normalise_keys
 from .storage import join_url
 
+if TYPE_CHECKING:  # the bootstrap (SciPy) is imported by the step that draws bands
+    from ..bootstrap import BandStatistics
+
 __all__ = [
+    "ArmBands",
     "EvaluationParams",
+    "WorstCase",
     "bands",
     "with_band_arm",
     "with_worst_case",
@@ -86,7 +94,7 @@ class EvaluationParams:
     bands: bool = False
     band_sample: int = 2000
     replicates: int = 1000
-    targets: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7)
+    targets: tuple[float, ...] = derived.TARGETS
     aggregate: str = "majority"
     judge_column: str | None = None
     gold_budget: int | None = None
@@ -243,8 +251,51 @@ def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     return plan_random(n, size=min(n, params.band_sample), seed=seed).ranks
 
 
+@dataclass(frozen=True)
+class WorstCase:
+    """The bands over every verdict of the arm items nobody can judge (:func:`with_worst_case`)."""
+
+    text: str  # a sentence saying what precision_worst_low / precision_worst_high are, or why they are NaN
+    computed: bool
+    assignments: int  # the assignments bootstrapped (0 when not computed)
+    band_mean_width: float
+    worst_mean_width: float | None
+    prevalence_if_incorrect: float  # the arm's prevalence with all of those items incorrect
+    prevalence_if_correct: float
+
+    def to_dict(self) -> dict:
+        return {"worst_case": self.text, "worst_case_computed": self.computed, "worst_case_assignments": self.assignments,
+                "band_mean_width": self.band_mean_width, "worst_mean_width": self.worst_mean_width,
+                "prevalence_if_incorrect": self.prevalence_if_incorrect, "prevalence_if_correct": self.prevalence_if_correct}
+
+
+@dataclass(frozen=True, eq=False)
+class ArmBands:
+    """The bootstrap bands of a run's random arm (:func:`bands`): bands.parquet and the manifest's "bands"."""
+
+    table: pd.DataFrame  # the bands, plus precision_worst_low / _high when ``worst_case`` is given
+    statistics: BandStatistics
+    cannot_judge_left_out: int
+    worst_case: WorstCase | None = None
+
+    def to_dict(self) -> dict:
+        """The manifest's "bands": the statistics, the items left out and, with them, the worst case."""
+        assumption = "items nobody can judge are missing at random" if self.cannot_judge_left_out else "none"
+        worst = self.worst_case.to_dict() if self.worst_case is not None else {}
+        return {**self.statistics.to_dict(), "cannot_judge_left_out": self.cannot_judge_left_out,
+                "assumption": assumption, **worst}
+
+    def to_arrow(self) -> pa.Table:
+        """bands.parquet: the table, with :meth:`to_dict` as the ``attributes`` of its pandas
+        metadata (where pandas keeps a frame's attributes; ``to_pandas()`` gives them back)."""
+        table = pa.Table.from_pandas(self.table, preserve_index=False)
+        pandas_meta = json.loads(table.schema.metadata[b"pandas"])
+        pandas_meta["attributes"] = self.to_dict()
+        return table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(pandas_meta).encode()})
+
+
 def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params: EvaluationParams, *, client=None,
-          settled: np.ndarray | None = None) -> pd.DataFrame | None:
+          settled: np.ndarray | None = None) -> ArmBands | None:
     """Bootstrap bands of the PR curve from the random arm; None while an arm item that can still
     be labeled lacks its label, or when the arm has no PR curve to band (a single class, too few
     positives).
@@ -254,10 +305,10 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     (``settled``: True where the unknown label will never come) are left out under the stated
     assumption that they are missing at random, and the envelope of the bands over every
     assignment of verdicts to them is added where it is computable: see :func:`with_worst_case`.
-    ``attrs`` record how many were left out. With no such item the table is the bands alone (no
+    The result counts how many were left out. With no such item the table is the bands alone (no
     worst-case columns: there is no assumption to bound).
     """
-    from .bands import bootstrap_bands  # distributed: imported by the step that needs it
+    from .bands import bootstrap_band_result  # distributed: imported by the step that needs it
 
     if planned.in_band_arm is None:
         return None
@@ -270,16 +321,15 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     # The arm was drawn from SeedSequence([seed, 0xBA7D5]); the replicates use SeedSequence(seed).
     options = dict(replicates=params.replicates, seed=params.seed, client=client)
     try:
-        out = bootstrap_bands(scores[~never], arm_labels[~never], delta=params.delta, **options)
+        out = bootstrap_band_result(scores[~never], arm_labels[~never], delta=params.delta, **options)
     except DataError:
         # A degenerate arm (one class, too few positives, constant scores) has no PR curve to
         # band; the run still completes, its manifest saying the bands are unavailable.
         return None
-    out.attrs.update(cannot_judge_left_out=int(never.sum()),
-                     assumption="items nobody can judge are missing at random" if never.any() else "none")
     if not never.any():
-        return out
-    return with_worst_case(out, scores, arm_labels, never, delta=params.delta, **options)
+        return ArmBands(out.table, out.statistics, cannot_judge_left_out=0)
+    table, worst = with_worst_case(out.table, scores, arm_labels, never, delta=params.delta, **options)
+    return ArmBands(table, out.statistics, cannot_judge_left_out=int(never.sum()), worst_case=worst)
 
 
 #: The bands over every assignment of the arm items nobody can judge are computed while the
@@ -290,7 +340,8 @@ WORST_CASE_REPLICATES = 1 << 15
 
 
 def with_worst_case(bands: pd.DataFrame, scores: np.ndarray, labels: np.ndarray, never: np.ndarray, *, delta: float,
-                    replicates: int, seed: int, client=None, max_replicates: int = WORST_CASE_REPLICATES) -> pd.DataFrame:
+                    replicates: int, seed: int, client=None, max_replicates: int = WORST_CASE_REPLICATES
+                    ) -> tuple[pd.DataFrame, WorstCase]:
     """Add ``precision_worst_low`` / ``precision_worst_high`` to the missing-at-random ``bands``.
 
     Parameters
@@ -308,7 +359,7 @@ def with_worst_case(bands: pd.DataFrame, scores: np.ndarray, labels: np.ndarray,
 
     Returns
     -------
-    pandas.DataFrame
+    (pandas.DataFrame, WorstCase)
         ``bands`` plus the two columns: at each recall level, the lowest ``band_lower`` and the
         highest ``band_upper`` over ``bands`` itself and the bands of **every** assignment of
         correct / incorrect to the k items, each computed like ``bands`` (same seed, replicates
@@ -320,9 +371,8 @@ def with_worst_case(bands: pd.DataFrame, scores: np.ndarray, labels: np.ndarray,
         curve +/- a bootstrap quantile, and neither moves one way with a label (an item made
         correct shifts every recall level), so the bands of all incorrect and all correct do not
         enclose those of mixed assignments, and no assignment's quantile bounds another's.
-        ``attrs`` gain ``worst_case`` (a sentence saying which), ``worst_case_assignments``
-        (how many), ``worst_case_computed``, the mean widths and the prevalence with all of the
-        k items incorrect / correct.
+        The :class:`WorstCase` says which (a sentence), how many assignments, whether computed,
+        the mean widths and the prevalence with all of the k items incorrect / correct.
     """
     from .bands import bootstrap_replicates
     from .unjudged import assignment_count, count_assignments
@@ -347,17 +397,15 @@ def with_worst_case(bands: pd.DataFrame, scores: np.ndarray, labels: np.ndarray,
         low[:] = high[:] = np.nan
     k, known = int(never.sum()), labels[~never]
     out = bands.assign(precision_worst_low=low, precision_worst_high=high)
-    out.attrs = dict(bands.attrs)
-    out.attrs.update(
-        worst_case=_worst_case_sentence(k, count, replicates, max_replicates, computed),
-        worst_case_computed=bool(computed),
-        worst_case_assignments=int(count) if computed else 0,
+    return out, WorstCase(
+        text=_worst_case_sentence(k, count, replicates, max_replicates, computed),
+        computed=bool(computed),
+        assignments=int(count) if computed else 0,
         band_mean_width=float(np.mean(out["band_upper"] - out["band_lower"])),
         worst_mean_width=float(np.mean(high - low)) if computed else None,
         prevalence_if_incorrect=float(known.sum() / labels.size),
         prevalence_if_correct=float((known.sum() + k) / labels.size),
     )
-    return out
 
 
 def _worst_case_sentence(k: int, count: int, replicates: int, limit: int, computed: bool) -> str:

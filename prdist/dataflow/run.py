@@ -16,7 +16,7 @@ from prdist.render.report import render_report
 from . import evaluate as ev
 from . import exact
 from .artifacts import RunDirectory, RunOutcome, commit_run, committed_outcome, labels_fingerprint, run_id, versions
-from .labels import export_annotation_task
+from .annotation_task import export_annotation_task
 from .extract import extract
 from .extraction import Extraction
 from ..history import default_ranks
@@ -136,7 +136,7 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, 
     return committed_outcome(run)
 
 
-def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extraction, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: pd.DataFrame | None, exact: pd.DataFrame | None = None,
+def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extraction, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: ev.ArmBands | None, exact: pd.DataFrame | None = None,
               series: str | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run of ``series``."""
     run = run_directory(resource, params, resolution, out=out, series=series)
@@ -148,7 +148,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
     run.write_table("plan.parquet", plan_frame)
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
-        run.write_table("bands.parquet", bands)
+        write_parquet(bands.to_arrow(), run.path_of("bands.parquet"), storage_options=run.storage_options, exclusive=False)
     if exact is not None:
         run.write_table("exact.parquet", exact)
     cutoffs = _cutoff_table(estimate, items, planned)
@@ -182,13 +182,13 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         "ap_bounds": list(estimate.average_precision) if estimate.average_precision else None,
         "cutoffs": cutoffs.to_dict(orient="records"),
         "annotation_task": task_url,
-        "bands": _scalars(bands.attrs) if bands is not None else None,
+        "bands": bands.to_dict() if bands is not None else None,
         "exact": exact is not None,
         "versions": versions(),
         "timings": {"extract_seconds": extraction.seconds},
     }
     manifest = strict_json(manifest)
-    html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=bands, cutoffs=cutoffs, exact=exact)
+    html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=None if bands is None else bands.table, cutoffs=cutoffs, exact=exact)
     run.write_bytes("report.html", html.encode("utf-8"))
     return commit_run(run, manifest, missing, task_url, cutoffs=dict(estimate.cutoff_ranks))
 
@@ -234,17 +234,6 @@ def strict_json(value):
     if isinstance(value, np.integer):
         return int(value)
     return value
-
-
-def _scalars(attrs: dict) -> dict:
-    """The JSON-ready scalar entries of a result's attrs (effective sample size, bandwidth, ...)."""
-    out = {}
-    for k, v in attrs.items():
-        if isinstance(v, (bool, int, float, str)) or v is None:
-            out[k] = v
-        elif isinstance(v, np.generic):
-            out[k] = v.item()
-    return out
 
 
 def cutoff_bounds(estimate: ev.Estimate, n: int) -> pd.DataFrame:
