@@ -21,7 +21,8 @@ from prdist.dataflow import evaluate as ev
 from prdist.dataflow.artifacts import MANIFEST
 from prdist.dataflow.history import readable_run
 from prdist.dataflow.run import committed_run, open_for_run
-from prdist.dataflow.storage import exists, filesystem
+from prdist.dataflow.storage import filesystem
+from prdist.dataflow.storage_errors import exists
 
 __all__ = ["FLOW_PARAMETERS", "AwaitingRelease", "awaiting_releases", "is_touched"]
 

@@ -43,7 +43,9 @@ from flows._policies import in_flow_run, report_location
 from flows._runner import configured_api, may_have_api
 from prdist.dataflow.history import run_changes
 from prdist.dataflow.run import strict_json
-from prdist.dataflow.storage import AlreadyExists, exists, filesystem, join_url, write_bytes_exclusive
+from prdist.dataflow.publishing import write_bytes_exclusive
+from prdist.dataflow.storage import filesystem, join_url
+from prdist.dataflow.storage_errors import AlreadyExists, exists
 from prdist.errors import PrdistError
 from prdist.redaction import redact_url
 

@@ -648,7 +648,8 @@ def _demo_resource(args, storage_options) -> str:
     """The demo's synthetic resource: binormal scores, 30 % positives, sorted, with a column
     ``judge`` that is right with probability 0.9 (reused if present)."""
     from . import population
-    from .dataflow.storage import exists, filesystem, join_url
+    from .dataflow.storage import filesystem, join_url
+    from .dataflow.storage_errors import exists
     from .dataflow.synth import read_synth_metadata
 
     url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}-judge{DEMO_JUDGE_ACCURACY}")
@@ -1326,7 +1327,7 @@ def _check_stores_answer(args) -> None:
 
 
 #: Every option that writes, by command: (argparse dest, how the user writes it). Each is checked
-#: by :func:`prdist.dataflow.storage.check_output_place` before anything runs, so no output lands
+#: by :func:`prdist.dataflow.output_place.check_output_place` before anything runs, so no output lands
 #: on an input, a label store, a resource or a committed run; tests/test_reliability_iii.py keeps
 #: this table complete.
 OUTPUT_OPTIONS = {
@@ -1343,7 +1344,7 @@ def _check_outputs(args) -> None:
     command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
     if command not in OUTPUT_OPTIONS:
         return
-    from .dataflow.storage import check_output_place
+    from .dataflow.output_place import check_output_place
 
     dest, option = OUTPUT_OPTIONS[command]
     if command == "history" and args.out is None:

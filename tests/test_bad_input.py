@@ -42,7 +42,8 @@ from prdist.dataflow.artifacts import RunDirectory
 from prdist.dataflow.evaluate import EvaluationParams
 from prdist.dataflow.labels import import_labels, write_annotation_file
 from prdist.dataflow import extract_ranks, open_resource, verify_order
-from prdist.dataflow.storage import parse_storage_options, write_bytes_exclusive
+from prdist.dataflow.publishing import write_bytes_exclusive
+from prdist.dataflow.storage import parse_storage_options
 from prdist.dataflow.synth import write_synthetic
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order

@@ -28,7 +28,9 @@ import pyarrow as pa
 
 from .. import __version__
 from ..errors import InputError
-from .storage import AlreadyExists, exists, filesystem, join_url, publish, read_parquet, resolve, write_bytes_exclusive, write_parquet
+from .publishing import publish, read_parquet, write_bytes_exclusive, write_parquet
+from .storage import filesystem, join_url, resolve
+from .storage_errors import AlreadyExists, exists
 
 __all__ = [
     "MANIFEST",

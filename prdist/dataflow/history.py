@@ -37,7 +37,9 @@ from ..input_gate import expect, json_document, refusal
 from ..report import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
-from .storage import filesystem, info_or_none, join_url, modified_time, publish, resolve, write_parquet
+from .publishing import publish, write_parquet
+from .storage import filesystem, join_url, modified_time, resolve
+from .storage_errors import info_or_none
 
 __all__ = ["HISTORY_COLUMNS", "DamagedRunWarning", "RunRecord", "default_series", "history_table", "newest_changes",
            "placed_releases", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]

@@ -14,10 +14,10 @@ that decompresses beyond :data:`DECOMPRESSED_LIMIT` is refused before anything i
 are read, deduplicated and sorted here with :func:`prdist.ranking.rank_order`. Otherwise each file is read and checked in its own Dask task,
 rows are shuffled by key and deduplicated per partition with the same kernel, staged unsorted, and
 sorted by :func:`prdist.dataflow.ranked.write_ranked_copy`; the staging directory is removed (and
-one that a killed ingest left is removed by a later one: :func:`prdist.dataflow.storage.remove_dead_staging`). Both
+one that a killed ingest left is removed by a later one: :func:`prdist.dataflow.publishing.remove_dead_staging`). Both
 give the same rows in the same order (among duplicates of equal score, the in-memory path keeps
 the first read, the Dask path any one). Either way the output appears whole or not at all (the
-publication of :func:`prdist.dataflow.storage.dataset_publication`, commit marker written last:
+publication of :func:`prdist.dataflow.publishing.dataset_publication`, commit marker written last:
 :data:`INGEST_MARKER`, or the ranked copy's on the Dask path).
 
 Each file is read whole, by this process or by one Dask task, so one input file must fit in memory
@@ -58,7 +58,9 @@ from ..input_gate import gate, json_lines, refusal
 from ..ranking import rank_order
 from ..redaction import display_url, terminal_text
 from .parquet import open_resource
-from .storage import dataset_publication, filesystem, publish, remove_dead_staging, resolve, staging_path, storage_errors
+from .publishing import dataset_publication, publish, remove_dead_staging, staging_path
+from .storage import filesystem, resolve
+from .storage_errors import storage_errors
 
 __all__ = ["DECOMPRESSED_LIMIT", "DUPLICATE_POLICIES", "FORMATS", "INGEST_MARKER", "IngestResult", "IngestSpec", "ingest", "read_rows"]
 

@@ -43,8 +43,9 @@ from ..verdict_roles import RoleVerdicts, role_verdicts, split_roles
 from ..verdicts import CANNOT_JUDGE, Agreement, Outcomes, VerdictWords, aggregate, agreement
 from . import spreadsheet_csv
 from .label_formats import Layout, raw_records
-from .storage import (check_regular_file, exists, filesystem, join_url, modified_time, publish, resolve, storage_errors,
-                      write_bytes_exclusive)
+from .publishing import publish, write_bytes_exclusive
+from .storage import filesystem, join_url, modified_time, resolve
+from .storage_errors import check_regular_file, exists, storage_errors
 
 __all__ = [
     "LabelLookup",

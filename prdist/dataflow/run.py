@@ -23,7 +23,9 @@ from .history import default_series, release_name, release_place
 from .parquet import Resource, open_resource
 from .select import select_ranks
 from .summary import assumptions_doubt
-from .storage import exists, filesystem, read_parquet, write_parquet
+from .publishing import read_parquet, write_parquet
+from .storage import filesystem
+from .storage_errors import exists
 
 __all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "summary_markdown", "write_run"]
 

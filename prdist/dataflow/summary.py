@@ -8,7 +8,9 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
-from .storage import exists, filesystem, join_url, read_parquet
+from .publishing import read_parquet
+from .storage import filesystem, join_url
+from .storage_errors import exists
 
 __all__ = ["assumptions_doubt", "awaiting_message", "known_quality_lines", "quality_text", "run_files", "run_summary"]
 
