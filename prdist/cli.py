@@ -563,6 +563,7 @@ def _committed_run(parameters: dict, storage_options):
 
     from .dataflow.evaluate import EvaluationParams
     from .dataflow.run import committed_run, open_for_run
+    from .dataflow.storage import run_locations
     from .dataflow.summary import awaiting_message
 
     p = parameters
@@ -571,8 +572,9 @@ def _committed_run(parameters: dict, storage_options):
         seed=p["seed"], oracle_column=p["oracle_column"], bands=p["bands"], aggregate=p["aggregate"],
         judge_column=p["judge_column"], gold_budget=p["gold_budget"],
     )  # fmt: skip, as the flow builds them
-    resource = open_for_run(p["resource"], storage_options=storage_options, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
-    found = committed_run(resource, params, out=p["out"], labels=p["labels"], series=p["series"])
+    where = run_locations(p["resource"], p["out"], p["labels"], storage_options=storage_options)
+    resource = open_for_run(where.resource, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
+    found = committed_run(resource, params, out=where.out, labels=where.labels, series=p["series"])
     if found is None:
         return None
     return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)

@@ -44,7 +44,7 @@ from ..verdicts import CANNOT_JUDGE, Agreement, Outcomes, VerdictWords, aggregat
 from . import spreadsheet_csv
 from .label_formats import Layout, raw_records
 from .publishing import publish, write_bytes_exclusive
-from .storage import filesystem, join_url, modified_time, resolve
+from .storage import filesystem, given_url, join_url, modified_time, resolve
 from .storage_errors import check_regular_file, exists, storage_errors
 
 __all__ = [
@@ -369,10 +369,11 @@ class StoreRecords:
 _LAST_STORE: dict = {}
 
 
-def _store_listing(store: str, storage_options=None):
+def _store_listing(store, storage_options=None):
     """(filesystem, [(path, size)] of the store's Parquet files sorted by path), or None when the
-    store certainly does not exist."""
-    fs, path = filesystem(store, storage_options)
+    store certainly does not exist. ``store``: its Location, or a URL and its options."""
+    at = resolve(store, storage_options=storage_options)
+    fs, path, store = at.fs, at.path, at.given
     # Only a store that is certainly absent holds no labels: an outage must never read as "no labels".
     if not exists(fs, path, where=store):
         return None
@@ -393,7 +394,7 @@ def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.Data
     does not exist yet holds no records. ``label`` is 1, 0 or -1 (cannot judge).
     """
     listing = None if store is None else _store_listing(store, storage_options)
-    return _read_listing(store, listing, keys)
+    return _read_listing(None if store is None else given_url(store), listing, keys)
 
 
 def _read_listing(store, listing, keys=None, columns=tuple(STORE_SCHEMA.names)) -> pd.DataFrame:
@@ -417,6 +418,7 @@ def _read_listing(store, listing, keys=None, columns=tuple(STORE_SCHEMA.names)) 
 def whole_store(store: str | None, *, storage_options=None) -> StoreRecords:
     """Every record of the store, read once per command (the last store read is kept)."""
     listing = None if store is None else _store_listing(store, storage_options)
+    store = None if store is None else given_url(store)
     files = [] if listing is None else listing[1]
     fingerprint = hashlib.sha256("\n".join(f"{PurePosixPath(n).name}\t{size}" for n, size in files).encode()).hexdigest()[:16]
     if (cached := _LAST_STORE.get((store, fingerprint))) is not None:
@@ -479,8 +481,9 @@ def with_judges(lookup: LabelLookup, roles: RoleVerdicts) -> LabelLookup:
     return replace(lookup, labels=labels, kinds=kinds, judged=judged, roles=roles)
 
 
-def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options=None) -> tuple[str, str]:
-    """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl``.
+def export_annotation_task(items: pd.DataFrame, out_dir, *, storage_options=None) -> tuple[str, str]:
+    """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl`` in ``out_dir``
+    (a run directory's Location, or a URL and its options); return their URLs as written.
 
     ``items`` holds key, score, rank and whatever other columns the resource has, so the annotator
     sees each item; a ``label`` column is added empty for the annotator to fill in. The CSV is
@@ -488,13 +491,14 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     """
     task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
     task["label"] = ""
-    csv_url, jsonl_url = join_url(out_dir, "annotation_task.csv"), join_url(out_dir, "annotation_task.jsonl")
-    for url, payload in (
-        (csv_url, spreadsheet_csv.to_csv(task)),  # safe to open in a spreadsheet, reads back exactly
-        (jsonl_url, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
+    out_dir = resolve(out_dir, storage_options=storage_options)
+    csv_at, jsonl_at = out_dir.child("annotation_task.csv"), out_dir.child("annotation_task.jsonl")
+    for at, payload in (
+        (csv_at, spreadsheet_csv.to_csv(task)),  # safe to open in a spreadsheet, reads back exactly
+        (jsonl_at, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
     ):
-        publish(resolve(url, storage_options=storage_options), lambda fh, payload=payload: fh.write(payload), exclusive=False)
-    return csv_url, jsonl_url
+        publish(at, lambda fh, payload=payload: fh.write(payload), exclusive=False)
+    return csv_at.given, jsonl_at.given
 
 
 EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".json": "label-studio"}
