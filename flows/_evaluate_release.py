@@ -37,7 +37,7 @@ from prdist.redaction import redact_url
 from flows.events import announce_evaluation
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client, one_cluster
-from prdist.dataflow.storage import Location, run_locations
+from prdist.dataflow.storage import Location, resolve, run_locations
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.run import (
     committed_run,
@@ -68,7 +68,10 @@ def current_task(url: str, storage_options: dict | None) -> str:
 @step(**IO_RETRIES)
 def touched_task(out: str, labels: str | None, storage_options: dict | None, key: str, score: str) -> list:
     releases = awaiting_releases(out, storage_options=storage_options)
-    touched = [r for r in releases if is_touched(r, out=out, labels=labels, storage_options=storage_options, key=key, score=score)]
+    # The runs root and the label store resolved once for every release (each release's resource on its own).
+    runs = resolve(out, storage_options=storage_options)
+    store = None if labels is None else resolve(labels, storage_options=storage_options)
+    touched = [r for r in releases if is_touched(r, out=runs, labels=store, storage_options=storage_options, key=key, score=score)]
     note(f"{len(releases)} release(s) under {redact_url(out)} await labels; the label store's verdicts change the plans of "
          f"{len(touched)}: {', '.join(redact_url(r.resource) for r in touched) or 'none'}")
     return touched

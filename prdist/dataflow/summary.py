@@ -9,25 +9,26 @@ import numpy as np
 import pandas as pd
 
 from .publishing import read_parquet
-from .storage import filesystem, join_url
+from .storage import Location, filesystem, join_url, resolve
 from .storage_errors import exists
 
 __all__ = ["assumptions_doubt", "awaiting_message", "known_quality_lines", "quality_text", "run_files", "run_summary"]
 
 
-def _read(run: str, name: str, storage_options):
-    fs, path = filesystem(join_url(run, name), storage_options)
-    if not exists(fs, path, where=run):
+def _read(run: Location, name: str):
+    at = run.child(name)
+    if not exists(at.fs, at.path, where=run.given):
         return None
-    with fs.open(path, "rb") as fh:
+    with at.fs.open(at.path, "rb") as fh:
         return json.load(fh) if name.endswith(".json") else read_parquet(fh).to_pandas()
 
 
 def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     """Bounds at a few log-spaced ranks (with the exact precision when known), cut-offs, report."""
-    manifest = _read(run, "manifest.json", storage_options)
-    bounds: pd.DataFrame = _read(run, "bounds.parquet", storage_options)
-    exact = _read(run, "exact.parquet", storage_options)
+    at = resolve(run, storage_options=storage_options)  # once: its files are child locations
+    manifest = _read(at, "manifest.json")
+    bounds: pd.DataFrame = _read(at, "bounds.parquet")
+    exact = _read(at, "exact.parquet")
     n, counts, params = manifest["n"], manifest["counts"], manifest["params"]
     mode = "the paper's deterministic bounds" if params.get("confidence") is None else f"confidence {params['confidence']}"
     lines = [
@@ -64,7 +65,7 @@ def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     if manifest.get("awaiting_labels"):
         lines.append(f"awaiting labels: {counts['awaiting']:,} items, task at {manifest['annotation_task']}")
     lines.append(f"report: {join_url(run, 'report.html')}")
-    lines.append(f"written: {', '.join(run_files(run, storage_options))}")
+    lines.append(f"written: {', '.join(run_files(at))}")
     return "\n".join(lines)
 
 
