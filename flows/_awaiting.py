@@ -21,7 +21,8 @@ from prdist.dataflow import evaluate as ev
 from prdist.dataflow.artifacts import MANIFEST
 from prdist.dataflow.history import readable_run
 from prdist.dataflow.run import committed_run, open_for_run
-from prdist.dataflow.storage import exists, filesystem
+from prdist.dataflow.storage import filesystem, run_locations
+from prdist.dataflow.storage_errors import exists
 
 __all__ = ["FLOW_PARAMETERS", "AwaitingRelease", "awaiting_releases", "is_touched"]
 
@@ -74,5 +75,6 @@ def is_touched(release: AwaitingRelease, *, out: str, labels: str | None, storag
                score: str = "score") -> bool:
     """Whether the verdicts in ``labels`` change what ``release``'s plan is labeled with (or its data changed)."""
     params = release.params
-    resource = open_for_run(release.resource, storage_options=storage_options, key=key, score=score, oracle_column=params.oracle_column)
-    return committed_run(resource, params, out=out, labels=labels, series=release.series) is None
+    where = run_locations(release.resource, out, labels, storage_options=storage_options)
+    resource = open_for_run(where.resource, key=key, score=score, oracle_column=params.oracle_column)
+    return committed_run(resource, params, out=where.out, labels=where.labels, series=release.series) is None

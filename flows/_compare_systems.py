@@ -18,6 +18,8 @@ import pydantic  # for the storage options' annotation, which Prefect resolves (
 
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist.dataflow import compare as cmp
+from prdist.dataflow.artifacts import RunOutcome
+from prdist.dataflow.storage import Location, resolve
 from prdist.dataflow.unjudged import estimate_labeled
 from prdist.dataflow.cluster import dask_client, one_cluster
 from prdist.importance import SamplingDistribution
@@ -41,8 +43,8 @@ def sample_task(systems, params: cmp.CompareParams, exhaustive, scheduler: str |
 
 
 @step(**IO_RETRIES)
-def labels_task(drawn, store: str | None, storage_options: dict | None, rule: str = "majority"):
-    return cmp.attach_labels(drawn, store, storage_options=storage_options, rule=rule)
+def labels_task(drawn, store: Location | None, rule: str = "majority"):
+    return cmp.attach_labels(drawn, store, rule=rule)
 
 
 @step(**IO_RETRIES)
@@ -57,10 +59,10 @@ def estimate_task(labeled, drawn, params: cmp.CompareParams):
 
 
 @step(**IO_RETRIES)
-def write_task(systems, drawn, labeled, params, out: str, estimates, store, exhaustive, storage_options, items=None):
+def write_task(systems, drawn, labeled, params, out: Location, estimates, store: Location | None, exhaustive, items=None):
     frame, diagnostics = estimates if estimates is not None else (None, None)
     return cmp.write_compare(systems, drawn, labeled, params, out=out, frame=frame, diagnostics=diagnostics,
-                             labels=store, exhaustive=exhaustive, storage_options=storage_options, items=items)
+                             labels=store, exhaustive=exhaustive, items=items)
 
 
 def compare_systems(
@@ -93,15 +95,19 @@ def compare_systems(
         allocation=allocation, weights=weights, confidence=confidence,
     )  # fmt: skip
     storage_options = unsealed(storage_options)
+    # The runs root and the label store through the one credentials gate, once each; every system
+    # is resolved as it is opened. All take the one --storage-options.
+    out = resolve(out, storage_options=storage_options)
+    labels = None if labels is None else resolve(labels, storage_options=storage_options)
     opened = open_systems_task(systems, storage_options, key, score)
     sample_of = None
     if exhaustive is not None:
         sample_of = exhaustive_task(exhaustive, opened[0].resource.key_kind, storage_options)
     with one_cluster():  # the draw and the item columns share one Dask cluster, started when first needed
         drawn = sample_task(opened, params, sample_of, scheduler)
-        labeled = labels_task(drawn, labels, storage_options, aggregate)
+        labeled = labels_task(drawn, labels, aggregate)
         # What an annotator reads about each awaiting item: read only when some item awaits.
         items = items_task(opened, drawn, labeled, scheduler) if labeled.missing else None
     estimates = estimate_task(labeled, drawn, params) if labeled.missing == 0 else None
-    outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, storage_options, items)
+    outcome = write_task(opened, drawn, labeled, params, out, estimates, labels, sample_of, items)
     return conclude(outcome, summary=comparison_markdown(outcome), artifact_key="prdist-comparison", waiting_for="drawn items")

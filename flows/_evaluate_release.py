@@ -37,6 +37,7 @@ from prdist.redaction import redact_url
 from flows.events import announce_evaluation
 from prdist.dataflow import evaluate as ev
 from prdist.dataflow.cluster import dask_client, one_cluster
+from prdist.dataflow.storage import Location, resolve, run_locations
 from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.run import (
     committed_run,
@@ -50,12 +51,12 @@ from prdist.render.markdown import evaluation_markdown
 
 
 @step(**IO_RETRIES)
-def open_resource_task(url: str, storage_options: dict | None, key: str, score: str, oracle_column: str | None):
-    return open_for_run(url, storage_options=storage_options, key=key, score=score, oracle_column=oracle_column)
+def open_resource_task(at: Location, key: str, score: str, oracle_column: str | None):
+    return open_for_run(at, key=key, score=score, oracle_column=oracle_column)
 
 
 @step(**IO_RETRIES)
-def committed_task(resource, params: ev.EvaluationParams, out: str, labels: str | None, series: str | None) -> RunOutcome | None:
+def committed_task(resource, params: ev.EvaluationParams, out: Location, labels: Location | None, series: str | None) -> RunOutcome | None:
     return committed_run(resource, params, out=out, labels=labels, series=series)
 
 
@@ -67,7 +68,10 @@ def current_task(url: str, storage_options: dict | None) -> str:
 @step(**IO_RETRIES)
 def touched_task(out: str, labels: str | None, storage_options: dict | None, key: str, score: str) -> list:
     releases = awaiting_releases(out, storage_options=storage_options)
-    touched = [r for r in releases if is_touched(r, out=out, labels=labels, storage_options=storage_options, key=key, score=score)]
+    # The runs root and the label store resolved once for every release (each release's resource on its own).
+    runs = resolve(out, storage_options=storage_options)
+    store = None if labels is None else resolve(labels, storage_options=storage_options)
+    touched = [r for r in releases if is_touched(r, out=runs, labels=store, storage_options=storage_options, key=key, score=score)]
     note(f"{len(releases)} release(s) under {redact_url(out)} await labels; the label store's verdicts change the plans of "
          f"{len(touched)}: {', '.join(redact_url(r.resource) for r in touched) or 'none'}")
     return touched
@@ -79,18 +83,18 @@ def plan_task(n: int, params: ev.EvaluationParams) -> ev.PlannedRanks:
 
 
 @step(**IO_RETRIES)
-def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: str) -> str:
+def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: Location) -> Location:
     with dask_client(scheduler, items=resource.n) as client:
         log_dashboard(client)
         return extract_items(resource, ranks, client=client, staging=staging)
 
 
 @step(**IO_RETRIES)
-def labels_task(items_url: str, resource, params: ev.EvaluationParams, store: str | None, audit: np.ndarray | None = None):
+def labels_task(staged: Location, params: ev.EvaluationParams, store: Location | None, audit: np.ndarray | None = None):
     from prdist.dataflow.run import read_items
 
-    extraction = read_items(items_url, resource)
-    return extraction, ev.resolve_labels(extraction.items, oracle_column=params.oracle_column, store=store, storage_options=resource.storage_options,
+    extraction = read_items(staged)
+    return extraction, ev.resolve_labels(extraction.items, oracle_column=params.oracle_column, store=store,
                                     rule=params.aggregate, judge_column=params.judge_column, audit=audit)
 
 
@@ -117,7 +121,7 @@ def exact_task(resource, bounds_ranks: np.ndarray, items, scheduler: str | None)
 
 
 @step(**IO_RETRIES)
-def write_task(resource, planned, extraction, resolution, estimate, params, out: str, bands, exact, series: str | None) -> RunOutcome:
+def write_task(resource, planned, extraction, resolution, estimate, params, out: Location, bands, exact, series: str | None) -> RunOutcome:
     return write_run(resource, planned, extraction, resolution, estimate, params, out=out, bands=bands, exact=exact, series=series)
 
 
@@ -155,34 +159,39 @@ def evaluate_release(
     change is evaluated again too, each as its own (sub)flow run (:mod:`flows._awaiting`).
     ``judge_column`` and ``gold_budget``: verdicts of known quality (``EvaluationParams``).
     """
-    resource = current_task(resource, unsealed(storage_options))
+    options = unsealed(storage_options)
+    resource = current_task(resource, options)
+    # Each URL through the one credentials gate, once: the resource, the runs root and the label
+    # store each keep the credentials they were resolved with (the one --storage-options today).
+    where = run_locations(resource, out, labels, storage_options=options)
     params = ev.EvaluationParams(
         method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
         seed=seed, oracle_column=oracle_column, bands=bands, aggregate=aggregate,
         judge_column=judge_column, gold_budget=gold_budget,
     )
     with one_cluster():  # one Dask cluster for every step of the run, started when first needed
-        res = open_resource_task(resource, unsealed(storage_options), key, score, oracle_column)
+        res = open_resource_task(where.resource, key, score, oracle_column)
         planned = plan_task(res.n, params)
         # One computation per release: concurrent attempts (announcements, a schedule and a
         # trigger, label imports) wait here; the first computes and commits, the others find its run.
         with release_lock(release_lock_name(out, res.fingerprint, ev.run_key(params))):
-            outcome, bounds = committed_task(res, params, out, labels, series), None
+            outcome, bounds = committed_task(res, params, where.out, where.labels, series), None
             if outcome is None:
-                outcome, bounds = _compute(res, planned, params, out=out, labels=labels, scheduler=scheduler, series=series)
+                outcome, bounds = _compute(res, planned, params, out=where.out, labels=where.labels, scheduler=scheduler,
+                                           series=series)
     # Events for automations (none in-process without a Prefect API): the run, and a certain change.
-    announce_evaluation(outcome, method=method, runs=out, storage_options=res.storage_options)
+    announce_evaluation(outcome, method=method, runs=where.out)
     run_artifacts(outcome, bounds)
     if awaiting:
         _evaluate_touched(out, labels, scheduler, storage_options, key, score)
     return conclude(outcome, summary=evaluation_markdown(outcome), artifact_key="prdist-evaluation", waiting_for="planned items")
 
 
-def _compute(res, planned, params: ev.EvaluationParams, *, out: str, labels: str | None, scheduler: str | None,
+def _compute(res, planned, params: ev.EvaluationParams, *, out: Location, labels: Location | None, scheduler: str | None,
              series: str | None):
     """Extract, label, estimate, (bands, exact precision), write: the run's outcome and its cut-off bounds."""
-    items_url = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
-    extraction, resolution = labels_task(items_url, res, params, labels, planned.in_audit)
+    staged = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
+    extraction, resolution = labels_task(staged, params, labels, planned.in_audit)
     items = extraction.items
     est = estimate_task(planned, resolution.labels, params, resolution.certified_gold, resolution.judge)
     pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")

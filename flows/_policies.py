@@ -16,7 +16,8 @@ import sys
 import time
 
 from prdist.dataflow.run import strict_json
-from prdist.dataflow.storage import StorageUnavailable, is_permanent, join_url
+from prdist.dataflow.storage import join_url
+from prdist.dataflow.storage_errors import StorageUnavailable, is_permanent
 from prdist.errors import PrdistError
 from prdist.redaction import redact_url
 from prdist.render.terminal import awaiting_message, counts_message

@@ -43,7 +43,9 @@ from flows._policies import in_flow_run, report_location
 from flows._runner import configured_api, may_have_api
 from prdist.dataflow.history import run_changes
 from prdist.dataflow.run import strict_json
-from prdist.dataflow.storage import AlreadyExists, exists, filesystem, join_url, write_bytes_exclusive
+from prdist.dataflow.publishing import write_bytes_exclusive
+from prdist.dataflow.storage import filesystem, given_url, join_url
+from prdist.dataflow.storage_errors import AlreadyExists, exists
 from prdist.errors import PrdistError
 from prdist.redaction import redact_url
 
@@ -117,7 +119,7 @@ def _emit_once(name: str, identity: str, resource: dict, payload: dict, related=
         pass  # a concurrent sender recorded it: the same id, stored once
     except (OSError, PrdistError) as exc:  # noqa: BLE001 (sent already: the record only prevents sending it again)
         _logger().warning("%s %s was sent but could not be recorded under %s (%s: %s); it may be sent again, with the "
-                          "same id", name, eid, redact_url(runs), type(exc).__name__, exc)
+                          "same id", name, eid, redact_url(given_url(runs)), type(exc).__name__, exc)
     return event
 
 
@@ -182,7 +184,7 @@ def announce_changes(series: str, rows: pd.DataFrame, *, runs: str, storage_opti
     ]  # fmt: skip
     resource = {"prefect.resource.id": _series_id(series), "prefect.resource.name": redact_url(series), "prdist.direction": direction}
     payload = {
-        "series": redact_url(series), "run_id": run_id, "run": event_place(join_url(runs, run_id)),
+        "series": redact_url(series), "run_id": run_id, "run": event_place(join_url(given_url(runs), run_id)),
         "resource": event_place(str(rows["resource"].iloc[0])), "direction": direction,
         "ranks": [c["rank"] for c in changes], "changes": changes,
     }  # fmt: skip

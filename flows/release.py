@@ -262,7 +262,8 @@ def write_current(pointer: str, resource: str, *, storage_options=None) -> dict:
         ``pointer`` or ``resource`` is not an absolute path or URL, embeds credentials, or
         ``pointer`` does not end in ``.json``.
     """
-    from prdist.dataflow.storage import publish, resolve
+    from prdist.dataflow.publishing import publish
+    from prdist.dataflow.storage import resolve
 
     resource = _check_url(resource, option="--resource", owner="write_current")
     pointer = _check_url(pointer, option="--current", owner="write_current")

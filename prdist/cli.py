@@ -563,6 +563,7 @@ def _committed_run(parameters: dict, storage_options):
 
     from .dataflow.evaluate import EvaluationParams
     from .dataflow.run import committed_run, open_for_run
+    from .dataflow.storage import run_locations
     from .render.terminal import awaiting_message
 
     p = parameters
@@ -571,8 +572,9 @@ def _committed_run(parameters: dict, storage_options):
         seed=p["seed"], oracle_column=p["oracle_column"], bands=p["bands"], aggregate=p["aggregate"],
         judge_column=p["judge_column"], gold_budget=p["gold_budget"],
     )  # fmt: skip, as the flow builds them
-    resource = open_for_run(p["resource"], storage_options=storage_options, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
-    found = committed_run(resource, params, out=p["out"], labels=p["labels"], series=p["series"])
+    where = run_locations(p["resource"], p["out"], p["labels"], storage_options=storage_options)
+    resource = open_for_run(where.resource, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
+    found = committed_run(resource, params, out=where.out, labels=where.labels, series=p["series"])
     if found is None:
         return None
     return FlowOutcome(found.url, awaiting_message(found, "planned items") if found.missing else None)
@@ -648,7 +650,8 @@ def _demo_resource(args, storage_options) -> str:
     """The demo's synthetic resource: binormal scores, 30 % positives, sorted, with a column
     ``judge`` that is right with probability 0.9 (reused if present)."""
     from . import population
-    from .dataflow.storage import exists, filesystem, join_url
+    from .dataflow.storage import filesystem, join_url
+    from .dataflow.storage_errors import exists
     from .dataflow.synth import read_synth_metadata
 
     url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}-judge{DEMO_JUDGE_ACCURACY}")
@@ -1314,7 +1317,7 @@ def _check_stores_answer(args) -> None:
 
 
 #: Every option that writes, by command: (argparse dest, how the user writes it). Each is checked
-#: by :func:`prdist.dataflow.storage.check_output_place` before anything runs, so no output lands
+#: by :func:`prdist.dataflow.output_place.check_output_place` before anything runs, so no output lands
 #: on an input, a label store, a resource or a committed run; tests/test_reliability_iii.py keeps
 #: this table complete.
 OUTPUT_OPTIONS = {
@@ -1331,7 +1334,7 @@ def _check_outputs(args) -> None:
     command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
     if command not in OUTPUT_OPTIONS:
         return
-    from .dataflow.storage import check_output_place
+    from .dataflow.output_place import check_output_place
 
     dest, option = OUTPUT_OPTIONS[command]
     if command == "history" and args.out is None:

@@ -43,7 +43,8 @@ from prdist.dataflow.evaluate import EvaluationParams
 from prdist.dataflow.annotation_task import write_annotation_file
 from prdist.dataflow.label_import import import_labels
 from prdist.dataflow import extract_ranks, open_resource, verify_order
-from prdist.dataflow.storage import parse_storage_options, write_bytes_exclusive
+from prdist.dataflow.publishing import write_bytes_exclusive
+from prdist.dataflow.storage import parse_storage_options
 from prdist.dataflow.synth import write_synthetic
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order

@@ -52,7 +52,7 @@ def test_dataflow_bounds_equal_the_core(tmp_path, dask_client, truth, files, row
     assert resource.is_sorted_claim() == sort
     planned = ev.make_plan(resource.n, params)
     staged = extract_items(resource, planned.ranks, client=dask_client, staging=str(tmp_path / "staged.parquet"))
-    items = read_items(staged, resource).items
+    items = read_items(staged).items
     assert list(items.columns[:3]) == ["rank", "key", "score"] and "note" in items.columns
     resolution = ev.resolve_labels(items, oracle_column="label")
     result = ev.estimate(planned, resolution.labels, params)
@@ -73,8 +73,8 @@ def test_staged_extraction_is_reused(tmp_path, dask_client, truth, monkeypatch):
         raise AssertionError("the staged extraction should have been reused")
 
     monkeypatch.setattr(run_module, "extract", fail)
-    assert extract_items(resource, ranks, client=dask_client, staging=staging) == staging
-    assert read_items(staging, resource).items["rank"].tolist() == ranks.tolist()
+    assert extract_items(resource, ranks, client=dask_client, staging=staging).given == staging
+    assert read_items(staging).items["rank"].tolist() == ranks.tolist()
 
 
 @pytest.mark.parametrize("method", ["random", "stratified"])

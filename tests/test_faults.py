@@ -234,7 +234,7 @@ def test_racing_attempts_of_one_run_commit_once(tmp_path, small_release, dask_cl
     params = ev.EvaluationParams(eps=0.1, window=20, oracle_column="label")
     planned = ev.make_plan(resource.n, params)
     staging = ev.staging_url(str(tmp_path / "runs"), resource, params)
-    extraction = run_module.read_items(run_module.extract_items(resource, planned.ranks, client=dask_client, staging=staging), resource)
+    extraction = run_module.read_items(run_module.extract_items(resource, planned.ranks, client=dask_client, staging=staging))
     resolution = ev.resolve_labels(extraction.items, oracle_column="label")
     estimate = ev.estimate(planned, resolution.labels, params)
 

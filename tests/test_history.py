@@ -83,7 +83,7 @@ def _evaluate(resource, out, params, series=None):
     opened = open_for_run(resource, oracle_column="label")
     planned = ev.make_plan(opened.n, params)
     staged = extract_items(opened, planned.ranks, client=None, staging=f"{out}/_staging/{opened.fingerprint[:20]}.parquet")
-    extraction = read_items(staged, opened)
+    extraction = read_items(staged)
     resolution = ev.resolve_labels(extraction.items, oracle_column="label")
     estimate = ev.estimate(planned, resolution.labels, params)
     return write_run(opened, planned, extraction, resolution, estimate, params, out=out, bands=None, series=series)

@@ -33,7 +33,8 @@ from prdist.cli import URL_OPTIONS, build_parser
 from prdist.dataflow.label_import import import_labels, read_label_file
 from prdist.dataflow.labels import lookup_labels
 from prdist.dataflow.parquet import open_resource
-from prdist.dataflow.storage import resolve, write_bytes_exclusive
+from prdist.dataflow.publishing import write_bytes_exclusive
+from prdist.dataflow.storage import resolve
 from prdist.errors import InputError
 from prdist.redaction import refuse_credentials
 from test_bad_input import assert_refused
@@ -311,7 +312,7 @@ def test_an_http_resource_on_a_bad_endpoint_is_given_up_within_a_bound(kind, end
 @pytest.mark.parametrize("kind", ["refused", "silent"])
 @pytest.mark.parametrize("store", ["s3://bucket/store", "s3://bucket"])
 def test_an_unreachable_label_store_is_an_error_never_an_empty_store(kind, store, endpoint, short_network_bounds):
-    from prdist.dataflow.storage import StorageUnavailable
+    from prdist.dataflow.storage_errors import StorageUnavailable
 
     bad = endpoint(kind)
     started = time.monotonic()

@@ -481,11 +481,11 @@ def test_a_killed_ingests_staging_directory_is_removed_by_the_next_and_a_live_on
     import os
 
     from cli_run import cli
-    from prdist.dataflow.storage import STALE_SECONDS, staging_path
+    from prdist.dataflow.publishing import STALE_SECONDS, staging_path
 
     (tmp_path / "kb.csv").write_text("id,conf\n" + "".join(f"i{i},{i / 100}\n" for i in range(100)))
     # A real process that dies: its staging directories are what a killed ingest leaves.
-    child = subprocess.Popen([sys.executable, "-c", "import os, sys\nfrom prdist.dataflow.storage import staging_path\n"
+    child = subprocess.Popen([sys.executable, "-c", "import os, sys\nfrom prdist.dataflow.publishing import staging_path\n"
                               f"for kind in ('staging', 'ingest'): print(staging_path({str(tmp_path / 'kb')!r}, kind))\n"],
                              stdout=subprocess.PIPE, text=True)
     dead = child.communicate(timeout=60)[0].split()

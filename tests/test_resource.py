@@ -15,7 +15,7 @@ from prdist.dataflow import extract_ranks, open_resource, verify_order
 from prdist.ranking import descending_ordinal, rank_sort, sorted_block_order
 from prdist.dataflow.extract import sorted_extraction
 from prdist.dataflow.select import select_ranks
-from prdist.dataflow.storage import write_parquet
+from prdist.dataflow.publishing import write_parquet
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import key_hash, rank_order
 

@@ -183,7 +183,7 @@ def test_an_unreachable_api_is_one_line_naming_the_variable(tmp_path, release):
 
 def test_a_step_outside_a_flow_run_is_its_function_under_the_same_retry_policy():
     from flows._policies import IN_MEMORY, step
-    from prdist.dataflow.storage import StorageUnavailable
+    from prdist.dataflow.storage_errors import StorageUnavailable
     from prdist.errors import DataError
 
     calls = []

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from prdist.dataflow import open_resource
 from prdist.ranking import descending_ordinal
 from prdist.dataflow.select import DEFAULT_MAX_CANDIDATES, _linear_bins, _linear_edges, _linear_slots, check_unique_keys, select_ranks, selection
-from prdist.dataflow.storage import write_parquet
+from prdist.dataflow.publishing import write_parquet
 from prdist.errors import DataError, ParameterError
 from prdist.plan import plan_paula
 from prdist.ranking import rank_order

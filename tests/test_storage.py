@@ -11,17 +11,9 @@ import pytest
 import s3fs
 
 from prdist.dataflow import storage
-from prdist.dataflow.storage import (
-    AlreadyExists,
-    join_url,
-    parse_storage_options,
-    redact,
-    redact_url,
-    resolve,
-    storage_errors,
-    write_bytes_exclusive,
-    write_parquet,
-)
+from prdist.dataflow.publishing import write_bytes_exclusive, write_parquet
+from prdist.dataflow.storage import join_url, parse_storage_options, redact, redact_url, resolve
+from prdist.dataflow.storage_errors import AlreadyExists, storage_errors
 from prdist.errors import InputError, ParameterError
 
 

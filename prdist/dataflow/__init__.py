@@ -1,7 +1,9 @@
 """The dataflow layer: Dask over ranked Parquet resources on fsspec storage.
 
-- :mod:`~prdist.dataflow.storage`: URLs, storage options and credentials (redacted), create-only
-  writes that never leave anything half-written, readable storage errors.
+- :mod:`~prdist.dataflow.storage`: URLs, storage options and credentials (redacted), resolved
+  once into locations; :mod:`~prdist.dataflow.storage_errors`: readable storage errors;
+  :mod:`~prdist.dataflow.publishing`: create-only writes that never leave anything half-written;
+  :mod:`~prdist.dataflow.output_place`: where an output may go.
 - :mod:`~prdist.dataflow.parquet`: open a resource from its Parquet metadata, once (metadata first);
   :mod:`~prdist.dataflow.parquet_tasks`: the readers tasks run, many times.
 - :mod:`~prdist.dataflow.extraction`: what an extraction is asked and returns (an

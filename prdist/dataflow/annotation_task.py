@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist.dataflow import spreadsheet_csv
-from prdist.dataflow.storage import (check_regular_file, exists, filesystem, join_url, modified_time, publish, resolve,
-                                     storage_errors)
+from prdist.dataflow.publishing import publish
+from prdist.dataflow.storage import filesystem, join_url, modified_time, resolve
+from prdist.dataflow.storage_errors import check_regular_file, exists, storage_errors
 from prdist.errors import DataError, InputError
 from prdist.input_gate import gate, json_lines, refusal
 from prdist.verdicts import VerdictWords
@@ -33,8 +34,9 @@ __all__ = ["CHOICES", "EXPORT_FORMATS", "ExportSummary", "FillSummary", "export_
            "label_studio_config", "newest_run", "read_text_table", "write_annotation_file", "xml_text"]
 
 
-def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options=None) -> tuple[str, str]:
-    """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl``.
+def export_annotation_task(items: pd.DataFrame, out_dir, *, storage_options=None) -> tuple[str, str]:
+    """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl`` in ``out_dir``
+    (a run directory's Location, or a URL and its options); return their URLs as written.
 
     ``items`` holds key, score, rank and whatever other columns the resource has, so the annotator
     sees each item; a ``label`` column is added empty for the annotator to fill in. The CSV is
@@ -42,13 +44,14 @@ def export_annotation_task(items: pd.DataFrame, out_dir: str, *, storage_options
     """
     task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
     task["label"] = ""
-    csv_url, jsonl_url = join_url(out_dir, "annotation_task.csv"), join_url(out_dir, "annotation_task.jsonl")
-    for url, payload in (
-        (csv_url, spreadsheet_csv.to_csv(task)),  # safe to open in a spreadsheet, reads back exactly
-        (jsonl_url, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
+    out_dir = resolve(out_dir, storage_options=storage_options)
+    csv_at, jsonl_at = out_dir.child("annotation_task.csv"), out_dir.child("annotation_task.jsonl")
+    for at, payload in (
+        (csv_at, spreadsheet_csv.to_csv(task)),  # safe to open in a spreadsheet, reads back exactly
+        (jsonl_at, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
     ):
-        publish(resolve(url, storage_options=storage_options), lambda fh, payload=payload: fh.write(payload), exclusive=False)
-    return csv_url, jsonl_url
+        publish(at, lambda fh, payload=payload: fh.write(payload), exclusive=False)
+    return csv_at.given, jsonl_at.given
 
 
 EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".json": "label-studio"}

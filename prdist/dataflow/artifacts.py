@@ -28,7 +28,9 @@ import pyarrow as pa
 
 from .. import __version__
 from ..errors import InputError
-from .storage import AlreadyExists, exists, filesystem, join_url, publish, read_parquet, resolve, write_bytes_exclusive, write_parquet
+from .publishing import publish, read_parquet, write_bytes_exclusive, write_parquet
+from .storage import Location, join_url, resolve
+from .storage_errors import AlreadyExists, exists
 
 __all__ = [
     "MANIFEST",
@@ -62,55 +64,66 @@ def run_id(*parts: Any) -> str:
 class RunDirectory:
     """The prefix ``<root>/<run_id>`` of one run.
 
-    Every artifact name must be a plain file name: nothing can be written outside the prefix.
+    ``root`` is the runs root: a :class:`~prdist.dataflow.storage.Location` (the run's output,
+    resolved once at the edge), or a URL resolved here with ``storage_options``. Every artifact
+    name must be a plain file name: nothing can be written outside the prefix.
     """
 
-    root: str
+    root: Location
     run_id: str
-    storage_options: dict | None = None
+    storage_options: dict | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        root = resolve(self.root, storage_options=self.storage_options)
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "storage_options", root.storage_options)  # the root's own, for its files
 
     @property
     def url(self) -> str:
-        return join_url(self.root, self.run_id)
+        return join_url(self.root.given, self.run_id)
+
+    @property
+    def location(self) -> Location:
+        return self.root.child(self.run_id)
 
     def path_of(self, name: str) -> str:
+        return self._at(name).given
+
+    def _at(self, name: str) -> Location:
         if not _NAME.match(name) or ".." in name:
             raise InputError(f"Artifact name {name!r} is not a plain file name; artifacts stay inside the run directory.")
-        return join_url(self.url, name)
-
-    def _fs_path(self, name: str):
-        return filesystem(self.path_of(name), self.storage_options)
+        return self.location.child(name)
 
     def is_committed(self) -> bool:
-        fs, path = self._fs_path(MANIFEST)
-        return exists(fs, path, where=self.url)
+        at = self._at(MANIFEST)
+        return exists(at.fs, at.path, where=self.url)
 
     def read_manifest(self) -> dict:
-        fs, path = self._fs_path(MANIFEST)
-        with fs.open(path, "rb") as fh:
+        at = self._at(MANIFEST)
+        with at.fs.open(at.path, "rb") as fh:
             return json.load(fh)
 
     def write_bytes(self, name: str, data: bytes) -> str:
         """Write an artifact whole or not at all (before the commit; a crashed attempt's file is replaced)."""
         payload = bytes(data)
-        publish(resolve(self.path_of(name), storage_options=self.storage_options), lambda fh: fh.write(payload), exclusive=False)
+        publish(self._at(name), lambda fh: fh.write(payload), exclusive=False)
         return self.path_of(name)
 
     def write_table(self, name: str, frame: pd.DataFrame, schema: pa.Schema | None = None) -> str:
         table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-        write_parquet(table, self.path_of(name), storage_options=self.storage_options, exclusive=False)
+        write_parquet(table, self._at(name), exclusive=False)
         return self.path_of(name)
 
     def read_table(self, name: str) -> pd.DataFrame:
-        fs, path = self._fs_path(name)
-        with fs.open(path, "rb") as fh:
+        at = self._at(name)
+        with at.fs.open(at.path, "rb") as fh:
             return read_parquet(fh).to_pandas()
 
     def commit(self, manifest: dict) -> bool:
         """Write the manifest create-only. Returns False when another attempt committed first."""
         data = (json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n").encode()
         try:
-            write_bytes_exclusive(self.path_of(MANIFEST), data, storage_options=self.storage_options)
+            write_bytes_exclusive(self._at(MANIFEST), data)
         except AlreadyExists:
             return False
         return True

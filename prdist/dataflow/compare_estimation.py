@@ -32,6 +32,7 @@ from .extraction import Extraction
 from .annotation_task import export_annotation_task
 from .label_import import read_label_file
 from .labels import lookup_labels, normalise_keys
+from .storage import given_url
 
 __all__ = [
     "ExhaustiveSample",
@@ -303,11 +304,14 @@ def _sample_table(drawn: DrawnSample, sample: JointSample) -> pd.DataFrame:
     )
 
 
-def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: CompareParams, *, out: str,
-                  frame: pd.DataFrame | None = None, diagnostics: dict | None = None, labels: str | None = None,
+def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: CompareParams, *, out,
+                  frame: pd.DataFrame | None = None, diagnostics: dict | None = None, labels=None,
                   exhaustive: ExhaustiveSample | None = None, storage_options=None,
                   items: Extraction | None = None) -> RunOutcome:
     """Write one comparison's run directory under ``out``, the manifest last.
+
+    ``out`` (the runs root) and ``labels`` (the label store, named in the manifest): Locations
+    resolved at the edge, or URLs (``out`` then resolved with ``storage_options``).
 
     Complete (every drawn item labeled): ``compare.parquet``, ``sample.parquet``, ``manifest.json``.
     Awaiting labels: ``sample.parquet``, ``annotation_task.csv`` / ``.jsonl`` (each awaiting key
@@ -334,8 +338,8 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     task_url = None
     results = None
     if missing:
-        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting, None if items is None else items.items), run.url,
-                                             storage_options=storage_options)
+        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting, None if items is None else items.items),
+                                             run.location)
     else:
         run.write_table("compare.parquet", frame)
         results = frame[["system", "precision", "precision_ci_low", "precision_ci_high", "recall", "pooled_recall", "n_samples"]]
@@ -358,7 +362,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
         "input": {
             "url": [s.resource.url for s in systems],
             "fingerprint": run_id(fingerprints),
-            "labels": labels,
+            "labels": None if labels is None else given_url(labels),
             "exhaustive": None if exhaustive is None else {
                 "url": exhaustive.url, "fingerprint": exhaustive.fingerprint,
                 "labeled": exhaustive.labeled, "correct": int(exhaustive.keys.size),

@@ -22,7 +22,7 @@ from ..plan import plan_paula
 from ..verdicts import AGGREGATIONS, kinds_of
 from .artifacts import run_id
 from .labels import LabelLookup, lookup_labels, normalise_keys
-from .storage import join_url
+from .storage import Location, join_url
 
 if TYPE_CHECKING:  # the bootstrap (SciPy) is imported by the step that draws bands
     from ..bootstrap import BandStatistics
@@ -168,8 +168,9 @@ def run_key(params: EvaluationParams) -> str:
     return run_id(params.to_dict())
 
 
-def staging_url(out: str, resource, params: EvaluationParams) -> str:
-    """Where the extracted planned items of (resource, params) are kept between attempts."""
+def staging_url(out: Location, resource, params: EvaluationParams) -> Location:
+    """Where the extracted planned items of (resource, params) are kept between attempts: below
+    the runs root ``out``, with its credentials."""
     return join_url(out, "_staging", f"{resource.fingerprint[:20]}-{run_key(params)}.parquet")
 
 
@@ -524,7 +525,7 @@ class LabelResolution:
         return out
 
 
-def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, store: str | None = None, storage_options=None,
+def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, store: Location | str | None = None, storage_options=None,
                    rule: str = "majority", judge_column: str | None = None, audit: np.ndarray | None = None) -> LabelResolution:
     """Labels of the extracted items: the oracle column in simulations, else the label store's
     verdicts aggregated by ``rule``.

@@ -43,7 +43,9 @@ from ..input_gate import expect, json_document, refusal
 from prdist.render.history import render_history
 from . import evaluate as ev
 from .artifacts import MANIFEST
-from .storage import filesystem, info_or_none, join_url, modified_time, publish, resolve, write_parquet
+from .publishing import publish, write_parquet
+from .storage import filesystem, join_url, modified_time, resolve
+from .storage_errors import info_or_none
 
 __all__ = ["HISTORY_COLUMNS", "JUDGE_COLUMNS", "DamagedRunWarning", "judge_table", "RunRecord", "default_series", "history_table", "newest_changes",
            "placed_releases", "read_judge_quality", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]
@@ -124,7 +126,7 @@ def series_of(manifest: dict) -> str:
     return default_series(manifest["input"]["url"])
 
 
-def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]:
+def read_runs(runs, *, storage_options=None) -> tuple[list[RunRecord], int]:
     """Every committed PAULA evaluation under ``runs``, oldest first; and how many runs were passed over.
 
     Comparisons and the sampling baselines have no bounds at every rank to follow, so they are
@@ -132,7 +134,8 @@ def read_runs(runs: str, *, storage_options=None) -> tuple[list[RunRecord], int]
     (``--confidence none`` with ``--bands``: bounds and bands at no common level), which it
     cannot bound again.
     """
-    fs, root = filesystem(runs, storage_options)
+    at = resolve(runs, storage_options=storage_options)  # a Location passes as it is
+    fs, root, runs = at.fs, at.path, at.given
     info = info_or_none(fs, root, where=runs)
     if info is None or info.get("type") != "directory":
         raise InputError(f"No run directory root at {runs}. Name the --out of your prdist run commands.")
@@ -227,7 +230,7 @@ def placed_releases(records: list[RunRecord]) -> list[tuple[RunRecord, int]]:
     return out
 
 
-def release_place(runs: str, series: str, fingerprint: str, *, storage_options=None) -> int:
+def release_place(runs, series: str, fingerprint: str, *, storage_options=None) -> int:
     """The place in ``series`` of a new run of the release ``fingerprint`` under ``runs``.
 
     The place of an earlier run of the same release when there is one (a release evaluated
@@ -471,14 +474,15 @@ def newest_changes(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def run_changes(runs: str, run_id: str, series: str, *, storage_options=None) -> pd.DataFrame | None:
+def run_changes(runs, run_id: str, series: str, *, storage_options=None) -> pd.DataFrame | None:
     """The certain changes a committed run makes to its series when it is the newest release there.
 
     Cheap: only the run and the release before it are bounded again (at their places). None when
     the run is not the newest release of ``series`` (it evaluated an older release again) or
     changes nothing for certain.
     """
-    records, _ = read_runs(runs, storage_options=storage_options)
-    table = history_table([r for r in records if r.series == series], storage_options=storage_options, last=2)
+    at = resolve(runs, storage_options=storage_options)  # the runs root: its runs' files open with its credentials
+    records, _ = read_runs(at)
+    table = history_table([r for r in records if r.series == series], storage_options=at.storage_options, last=2)
     found = newest_changes(table).get(series)
     return found if found is not None and found["run_id"].iloc[0] == run_id else None

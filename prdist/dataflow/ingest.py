@@ -12,12 +12,13 @@ Two paths, one result. When the input files are small enough to hold in memory
 (``memory_limit`` bytes, decompressed: a compressed file is counted by streaming it once, and one
 that decompresses beyond :data:`DECOMPRESSED_LIMIT` is refused before anything is parsed), they
 are read, deduplicated and sorted here with :func:`prdist.ranking.rank_order`. Otherwise each file is read and checked in its own Dask task,
-rows are shuffled by key and deduplicated per partition with the same kernel, staged unsorted, and
+rows are shuffled by key and deduplicated per partition with the same kernel, staged unsorted (on
+the engine :func:`prdist.dataflow.executor.compute_all` chooses: the cluster, or in-process), and
 sorted by :func:`prdist.dataflow.ranked.write_ranked_copy`; the staging directory is removed (and
-one that a killed ingest left is removed by a later one: :func:`prdist.dataflow.storage.remove_dead_staging`). Both
+one that a killed ingest left is removed by a later one: :func:`prdist.dataflow.publishing.remove_dead_staging`). Both
 give the same rows in the same order (among duplicates of equal score, the in-memory path keeps
 the first read, the Dask path any one). Either way the output appears whole or not at all (the
-publication of :func:`prdist.dataflow.storage.dataset_publication`, commit marker written last:
+publication of :func:`prdist.dataflow.publishing.dataset_publication`, commit marker written last:
 :data:`INGEST_MARKER`, or the ranked copy's on the Dask path).
 
 Each file is read whole, by this process or by one Dask task, so one input file must fit in memory
@@ -58,7 +59,9 @@ from ..input_gate import gate, json_lines, refusal
 from ..ranking import rank_order
 from ..redaction import display_url, terminal_text
 from .parquet import open_resource
-from .storage import dataset_publication, filesystem, publish, remove_dead_staging, resolve, staging_path, storage_errors
+from .publishing import dataset_publication, publish, remove_dead_staging, staging_path
+from .storage import filesystem, resolve
+from .storage_errors import storage_errors
 
 __all__ = ["DECOMPRESSED_LIMIT", "DUPLICATE_POLICIES", "FORMATS", "INGEST_MARKER", "IngestResult", "IngestSpec", "ingest", "read_rows"]
 
@@ -600,15 +603,13 @@ def _marker(result: IngestResult, spec: IngestSpec, sources, files) -> bytes:
     return (json.dumps(record, indent=1, sort_keys=True) + "\n").encode()
 
 
-def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResult:
+def _deduplicated(sources, spec: IngestSpec, storage_options, layout: dict, meta: pd.DataFrame, staging: str) -> list:
+    """The Dask collections of a large ingest: the rows of every source shuffled by key, each key's
+    highest-scored row written to ``staging``; the rows read; the duplicate summary. Built where
+    :func:`prdist.dataflow.executor.compute_all` chooses the engine."""
     import dask
     import dask.dataframe as dd
 
-    from .ranked import write_ranked_copy
-
-    first = read_rows(sources[0], spec, storage_options)  # the schema, and the first file's errors early
-    meta, layout = first.iloc[:0], _layout(first)
-    del first
     parts = [dask.delayed(_read_like)(s, spec, storage_options, layout, sources[0], meta.dtypes) for s in sources]
     frame = dd.from_delayed(parts, meta=meta, verify_meta=True)
     shuffled = frame.shuffle(on="key")
@@ -616,17 +617,26 @@ def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResu
     summary_meta = pd.DataFrame({"keys": pd.Series(dtype="int64"), "rows": pd.Series(dtype="int64"),
                                  "example": pd.Series(dtype=object)})
     summary = shuffled.map_partitions(duplicate_summary, meta=summary_meta)
+    write = unique.to_parquet(staging, storage_options=storage_options or None, write_index=False, compute=False)
+    return [write, frame.map_partitions(len).sum(), summary]
+
+
+def _ingest_with_dask(sources, out, spec, storage_options, client) -> IngestResult:
+    from .executor import compute_all
+    from .ranked import write_ranked_copy
+
+    first = read_rows(sources[0], spec, storage_options)  # the schema, and the first file's errors early
+    meta, layout = first.iloc[:0], _layout(first)
+    del first
     location = resolve(out, storage_options=storage_options)
     if location.is_local:
         remove_dead_staging(posixpath.dirname(location.path.rstrip("/")))
     staging = location.fs.unstrip_protocol(staging_path(location.path, "ingest"))
     try:
-        write = unique.to_parquet(staging, storage_options=storage_options or None, write_index=False, compute=False)
-        counted = frame.map_partitions(len).sum()
-        computed = client.compute([write, counted, summary], sync=True) if client is not None else dask.compute(write, counted, summary)
-        read = int(computed[1])
+        _, read, summary = compute_all(client, lambda: _deduplicated(sources, spec, storage_options, layout, meta, staging))
+        read = int(read)
         if spec.duplicates == "refuse":
-            _refuse_duplicates(computed[2], sources)
+            _refuse_duplicates(summary, sources)
         staged = open_resource(staging, storage_options=storage_options)
         copy = write_ranked_copy(staged, out, client=client, storage_options=storage_options, row_group_size=ROW_GROUP_ROWS)
     finally:

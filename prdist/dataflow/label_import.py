@@ -26,8 +26,9 @@ from prdist._validation import check_choice
 from prdist.dataflow import spreadsheet_csv
 from prdist.dataflow.label_formats import Layout, raw_records
 from prdist.dataflow.labels import STORE_SCHEMA, keys_missing_from, normalise_keys
-from prdist.dataflow.storage import (check_regular_file, filesystem, join_url, resolve, storage_errors,
-                                     write_bytes_exclusive)
+from prdist.dataflow.publishing import write_bytes_exclusive
+from prdist.dataflow.storage import filesystem, join_url, resolve
+from prdist.dataflow.storage_errors import check_regular_file, storage_errors
 from prdist.errors import DataError, InputError
 from prdist.input_gate import expect, gate, json_document, refusal
 from prdist.label_choices import ROLES

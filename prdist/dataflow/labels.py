@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from prdist.dataflow.storage import exists, filesystem, storage_errors
+from prdist.dataflow.storage import filesystem, given_url, resolve
+from prdist.dataflow.storage_errors import exists, storage_errors
 from prdist.errors import DataError
 from prdist.verdict_roles import RoleVerdicts, role_verdicts, split_roles
 from prdist.verdicts import CANNOT_JUDGE, Agreement, Outcomes, aggregate, agreement
@@ -156,10 +157,11 @@ class StoreRecords:
 _LAST_STORE: dict = {}
 
 
-def _store_listing(store: str, storage_options=None):
+def _store_listing(store, storage_options=None):
     """(filesystem, [(path, size)] of the store's Parquet files sorted by path), or None when the
-    store certainly does not exist."""
-    fs, path = filesystem(store, storage_options)
+    store certainly does not exist. ``store``: its Location, or a URL and its options."""
+    at = resolve(store, storage_options=storage_options)
+    fs, path, store = at.fs, at.path, at.given
     # Only a store that is certainly absent holds no labels: an outage must never read as "no labels".
     if not exists(fs, path, where=store):
         return None
@@ -180,7 +182,7 @@ def read_store(store: str | None, keys=None, *, storage_options=None) -> pd.Data
     does not exist yet holds no records. ``label`` is 1, 0 or -1 (cannot judge).
     """
     listing = None if store is None else _store_listing(store, storage_options)
-    return _read_listing(store, listing, keys)
+    return _read_listing(None if store is None else given_url(store), listing, keys)
 
 
 def _read_listing(store, listing, keys=None, columns=tuple(STORE_SCHEMA.names)) -> pd.DataFrame:
@@ -204,6 +206,7 @@ def _read_listing(store, listing, keys=None, columns=tuple(STORE_SCHEMA.names)) 
 def whole_store(store: str | None, *, storage_options=None) -> StoreRecords:
     """Every record of the store, read once per command (the last store read is kept)."""
     listing = None if store is None else _store_listing(store, storage_options)
+    store = None if store is None else given_url(store)
     files = [] if listing is None else listing[1]
     fingerprint = hashlib.sha256("\n".join(f"{PurePosixPath(n).name}\t{size}" for n, size in files).encode()).hexdigest()[:16]
     if (cached := _LAST_STORE.get((store, fingerprint))) is not None:

@@ -62,7 +62,8 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import DataError, InputError, ParameterError
-from .storage import Location, check_regular_file, redact, resolve, storage_errors
+from .storage import Location, redact, resolve
+from .storage_errors import check_regular_file, storage_errors
 
 __all__ = [
     "DEFAULT_PARTITION_ROWS",

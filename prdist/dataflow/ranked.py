@@ -35,7 +35,8 @@ from ..errors import DataError, ParameterError
 from ..ranking import descending_ordinal, key_hash
 from .executor import compute_all
 from .parquet import Resource, open_resource
-from .storage import Location, dataset_publication, publish, resolve
+from .publishing import dataset_publication, publish
+from .storage import Location, resolve
 
 __all__ = ["DEFAULT_RANKED_ROW_GROUP_ROWS", "RANKED_MARKER", "write_ranked_copy"]
 

@@ -22,26 +22,32 @@ from .extraction import Extraction
 from ..history import default_ranks
 from .history import default_series, release_name, release_place
 from .parquet import Resource, open_resource
-from .storage import exists, filesystem, read_parquet, write_parquet
+from .publishing import read_parquet, write_parquet
+from .storage import Location, resolve
+from .storage_errors import exists
 
 __all__ = ["committed_run", "cutoff_bounds", "exact_precision", "extract_items", "open_for_run", "read_items", "run_directory", "series_of_run", "strict_json", "write_run"]
 
 
-def open_for_run(url: str, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
-    """Open and validate the resource (schema, row counts and fingerprint from metadata)."""
+def open_for_run(url, *, storage_options=None, key: str = "key", score: str = "score", oracle_column: str | None = None) -> Resource:
+    """Open and validate the resource (schema, row counts and fingerprint from metadata).
+
+    ``url``: its :class:`~prdist.dataflow.storage.Location` (resolved at the edge), or a URL and
+    its ``storage_options``."""
     return open_resource(url, storage_options=storage_options, key=key, score=score, label=oracle_column)
 
 
-def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str) -> str:
-    """Find the items at ``ranks`` and stage them as Parquet; return the staged file's URL.
+def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: Location) -> Location:
+    """Find the items at ``ranks`` and stage them as Parquet at ``staging`` (under the run's
+    output, with its credentials); return ``staging``.
 
     Sorted input is read row group by row group, only where the ranks are; unsorted input is
     searched without a global sort. The staged file is keyed by the input fingerprint and the
     parameters and appears whole or not at all, so a rerun (after a crash, or once labels arrive)
     finds it and skips this expensive pass.
     """
-    fs, path = filesystem(staging, resource.storage_options)
-    if exists(fs, path, where=staging):
+    staging = resolve(staging)  # a Location as it is; a URL with the default credentials
+    if exists(staging.fs, staging.path, where=staging.given):
         return staging
     started = time.perf_counter()
     # Every other column comes along, so an annotator sees the whole item.
@@ -63,15 +69,15 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: str
     meta = dict(table.schema.metadata or {})
     meta[b"prdist.extract_seconds"] = f"{time.perf_counter() - started:.3f}".encode()
     meta[b"prdist.bytes_read"] = str(found.bytes_read).encode()
-    write_parquet(table.replace_schema_metadata(meta), staging, storage_options=resource.storage_options, exclusive=False)
+    write_parquet(table.replace_schema_metadata(meta), staging, exclusive=False)
     return staging
 
 
-def read_items(url: str, resource: Resource) -> Extraction:
-    """The items staged by :func:`extract_items` at ``url``, with the bytes and seconds the
+def read_items(staged: Location) -> Extraction:
+    """The items staged by :func:`extract_items` at ``staged``, with the bytes and seconds the
     extraction took (recorded in the staged file's metadata)."""
-    fs, path = filesystem(url, resource.storage_options)
-    with fs.open(path, "rb") as fh:
+    staged = resolve(staged)
+    with staged.fs.open(staged.path, "rb") as fh:
         table = read_parquet(fh)
     meta = table.schema.metadata or {}
     return Extraction(table.to_pandas(), bytes_read=int(meta.get(b"prdist.bytes_read", b"0")),
@@ -93,7 +99,7 @@ def exact_precision(resource: Resource, ranks: np.ndarray, items: pd.DataFrame |
     return exact.exact_precision(resource, ranks, items, client=client)
 
 
-def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: str,
+def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: ev.LabelResolution, *, out: Location,
                   series: str | None = None) -> RunDirectory:
     """The directory of the run of ``resource`` under ``params`` with these labels in ``series``.
 
@@ -109,7 +115,7 @@ def run_directory(resource: Resource, params: ev.EvaluationParams, resolution: e
         parts.append(labels_fingerprint(np.where(resolution.audit, resolution.gold, np.nan), resolution.gold_kinds))
     if series_of_run(resource, series) != default_series(resource.url):
         parts.append({"series": series})
-    return RunDirectory(out, run_id(*parts), resource.storage_options)
+    return RunDirectory(out, run_id(*parts))
 
 
 def series_of_run(resource: Resource, series: str | None) -> str:
@@ -117,28 +123,31 @@ def series_of_run(resource: Resource, series: str | None) -> str:
     return default_series(resource.url) if series is None else series
 
 
-def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: str, labels: str | None,
+def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: Location, labels: Location | None,
                   series: str | None = None) -> RunOutcome | None:
     """The committed run these inputs make, found without a cluster or an orchestrator; None if there is none.
+
+    ``out`` (the runs root) and ``labels`` (the label store) are resolved at the edge, each with
+    its own credentials (:func:`prdist.dataflow.storage.run_locations`).
 
     The extraction is staged keyed by the input fingerprint and the parameters: its items give the
     keys whose labels (looked up now) complete the run id. No staged items, no run.
     """
-    staging = ev.staging_url(out, resource, params)
-    fs, path = filesystem(staging, resource.storage_options)
-    if not fs.exists(path):
+    staging = ev.staging_url(resolve(out), resource, params)
+    if not staging.fs.exists(staging.path):
         return None
-    items = read_items(staging, resource).items
-    resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels, storage_options=resource.storage_options,
+    items = read_items(staging).items
+    resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels,
                                    rule=params.aggregate, judge_column=params.judge_column,
                                    audit=ev.make_plan(resource.n, params).in_audit)
     run = run_directory(resource, params, resolution, out=out, series=series)
     return committed_outcome(run)
 
 
-def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extraction, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: str, bands: ev.ArmBands | None, exact: pd.DataFrame | None = None,
+def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extraction, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: Location, bands: ev.ArmBands | None, exact: pd.DataFrame | None = None,
               series: str | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run of ``series``."""
+    out = resolve(out)
     run = run_directory(resource, params, resolution, out=out, series=series)
     if (reused := committed_outcome(run)) is not None:
         return reused
@@ -160,7 +169,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         if planned.in_audit is not None:  # which rows want a gold verdict (import them with --role gold)
             export = export.assign(gold_audit=resolution.gold_awaiting)
         export = export.loc[awaiting]
-        task_url, _ = export_annotation_task(export, run.url, storage_options=resource.storage_options)
+        task_url, _ = export_annotation_task(export, run.location)
     manifest = {
         "status": "awaiting labels" if missing else "complete",
         "awaiting_labels": bool(missing),
@@ -169,8 +178,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         # Where the release stands in its series, fixed now (the history orders by it, wherever the
         # run is copied): not part of the run id, as a run id names one run of one root, whose place
         # it keeps.
-        "release": {"place": release_place(out, series_of_run(resource, series), resource.fingerprint,
-                                           storage_options=resource.storage_options),
+        "release": {"place": release_place(out, series_of_run(resource, series), resource.fingerprint),
                     "name": release_name(resource.url)},
         "params": params.to_dict(),
         "n": resource.n,

@@ -8,24 +8,26 @@ from pathlib import PurePosixPath
 
 from prdist.render.terminal import run_summary_text
 
-from .storage import exists, filesystem, join_url, read_parquet
+from .publishing import read_parquet
+from .storage import Location, filesystem, join_url, resolve
+from .storage_errors import exists
 
 __all__ = ["run_files", "run_summary"]
 
 
-def _read(run: str, name: str, storage_options):
-    fs, path = filesystem(join_url(run, name), storage_options)
-    if not exists(fs, path, where=run):
+def _read(run: Location, name: str):
+    at = run.child(name)
+    if not exists(at.fs, at.path, where=run.given):
         return None
-    with fs.open(path, "rb") as fh:
+    with at.fs.open(at.path, "rb") as fh:
         return json.load(fh) if name.endswith(".json") else read_parquet(fh).to_pandas()
 
 
 def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:
     """Bounds at a few log-spaced ranks (with the exact precision when known), cut-offs, report."""
-    return run_summary_text(_read(run, "manifest.json", storage_options), _read(run, "bounds.parquet", storage_options),
-                            _read(run, "exact.parquet", storage_options), report=join_url(run, "report.html"),
-                            files=run_files(run, storage_options), ranks=ranks)
+    at = resolve(run, storage_options=storage_options)  # once: its files are child locations
+    return run_summary_text(_read(at, "manifest.json"), _read(at, "bounds.parquet"), _read(at, "exact.parquet"),
+                            report=join_url(run, "report.html"), files=run_files(at), ranks=ranks)
 
 
 def run_files(run: str, storage_options=None) -> list[str]:

@@ -69,7 +69,9 @@ from ..errors import DataError, ParameterError
 from ..ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
 from .executor import run_all
-from .storage import Location, dataset_publication, publish, resolve, storage_errors
+from .publishing import dataset_publication, publish
+from .storage import Location, resolve
+from .storage_errors import storage_errors
 
 __all__ = [
     "BLOCK_ROWS",
