@@ -49,6 +49,7 @@ from scipy import stats
 
 from ._validation import as_label_array, check_choice, check_confidence, check_float, check_int
 from .errors import AwaitingLabels, DataError, ParameterError
+from .params import K, POWER, WEIGHTS
 from .ranking import as_key_array, rank_order
 
 __all__ = [
@@ -127,7 +128,7 @@ class SamplingDistribution:
                     "The 'k' parameter of SamplingDistribution is required for kind='top_k'. "
                     "Use SamplingDistribution.top_k(k)."
                 )
-            object.__setattr__(self, "k", check_int(self.k, name="k", owner=owner, low=1))
+            object.__setattr__(self, "k", K.check(self.k, owner=owner))
         elif self.k is not None:
             raise ParameterError(
                 f"The 'k' parameter of SamplingDistribution only applies to kind='top_k'. "
@@ -135,7 +136,7 @@ class SamplingDistribution:
             )
         if self.kind == SCORE_POWER:
             power = 1.0 if self.power is None else self.power
-            power = check_float(power, name="power", owner=owner, low=0.0, low_open=True)
+            power = POWER.check(power, owner=owner)
             object.__setattr__(self, "power", power)
         elif self.power is not None:
             raise ParameterError(
@@ -620,7 +621,7 @@ def _resolve_weights(sample: JointSample, weights, *, owner: str) -> np.ndarray:
     """Return validated (m, m) weights: a scheme name or a user matrix."""
     m = len(sample.systems)
     if isinstance(weights, str):
-        check_choice(weights, name="weights", owner=owner, choices=_SCHEMES)
+        WEIGHTS.check(weights, owner=owner)
         w = mixture_weights(sample, weights)
     else:
         try:
@@ -1139,7 +1140,7 @@ def required_sample_size(sample: JointSample, systems, new_system: SystemOutput,
             )
     half_width = check_float(half_width, name="half_width", owner=owner, low=0.0, low_open=True)
     confidence = check_confidence(confidence, owner=owner)
-    check_choice(weights, name="weights", owner=owner, choices=_SCHEMES)
+    WEIGHTS.check(weights, owner=owner)
     check_choice(bound, name="bound", owner=owner, choices=_BOUNDS)
     max_size = check_int(max_size, name="max_size", owner=owner, low=1)
     f = _require_labels(sample, owner=owner)

@@ -38,6 +38,7 @@ from scipy import special
 
 from ._validation import check_float, check_int
 from .errors import DataError, ParameterError
+from .params import PREVALENCE
 
 __all__ = [
     "ScoreModel",
@@ -1375,9 +1376,7 @@ def reference_curves(prevalence, *, points: int = 101) -> ReferenceCurves:
 
 
 def _prevalence(value, owner: str) -> float:
-    return check_float(
-        value, name="prevalence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True
-    )
+    return PREVALENCE.check(value, owner=owner)
 
 
 def _pair(value, name: str, owner: str, expectation: str) -> tuple[float, float]:

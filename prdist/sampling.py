@@ -26,6 +26,7 @@ import numpy as np
 from ._validation import as_label_array, check_choice, check_float, check_int
 from .errors import DataError, ParameterError
 from .grid import GridParameters, exact_eps
+from .params import ALPHA, DELTA, R_TILDE, WINDOW
 from .plan import plan_paula
 
 __all__ = [
@@ -71,9 +72,7 @@ def _rng(seed, *, owner: str) -> np.random.Generator:
 
 
 def _check_delta(delta, *, owner: str) -> float:
-    return check_float(
-        delta, name="delta", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True
-    )
+    return DELTA.check(delta, owner=owner)
 
 
 def _check_precision(p, *, name: str, owner: str) -> float:
@@ -83,7 +82,7 @@ def _check_precision(p, *, name: str, owner: str) -> float:
 def _check_guarantee(alpha, p, delta, *, owner: str) -> tuple[float, float, float]:
     """The relative error ``alpha`` > 0, precision bound ``p`` in (0, 1] and failure probability
     ``delta`` in (0, 1) of a uniform-sampling budget, checked in that order."""
-    alpha = check_float(alpha, name="alpha", owner=owner, low=0.0, low_open=True)
+    alpha = check_float(alpha, name="alpha", owner=owner, **ALPHA.bounds)  # required here
     return alpha, _check_precision(p, name="p", owner=owner), _check_delta(delta, owner=owner)
 
 
@@ -481,9 +480,8 @@ def _stratified_setup(n, *, eps, window, r_tilde, delta, p_min, beta, owner: str
     # Validate here, before plan_paula, so that messages name the function the user called.
     n = check_int(n, name="n", owner=owner, low=1)
     exact_eps(eps, owner=owner)
-    window = check_int(window, name="window", owner=owner, low=1)
-    if r_tilde is not None:
-        r_tilde = check_int(r_tilde, name="r_tilde", owner=owner, low=1)
+    window = WINDOW.check(window, owner=owner)
+    r_tilde = R_TILDE.check(r_tilde, owner=owner)
     delta = _check_delta(delta, owner=owner)
     p_min = _check_precision(p_min, name="p_min", owner=owner)
     if beta is not None:
