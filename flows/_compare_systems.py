@@ -17,8 +17,8 @@ from __future__ import annotations
 import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
 
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
+from prdist import params as P
 from prdist.dataflow import compare as cmp
-from prdist.dataflow.artifacts import RunOutcome
 from prdist.dataflow.storage import Location, resolve
 from prdist.dataflow.unjudged import estimate_labeled
 from prdist.dataflow.cluster import dask_client, one_cluster
@@ -70,19 +70,19 @@ def compare_systems(
     budget: int,
     out: str = "prdist-runs",
     labels: str | None = None,
-    seed: int = 0,
-    distribution: str = "uniform",
+    seed: int = P.SEED.default,
+    distribution: str = P.DISTRIBUTION.default,
     k: int | None = None,
     power: float | None = None,
-    allocation: str = "even",
-    weights: str = "overlap",
-    confidence: float = 0.95,
+    allocation: str = P.ALLOCATION.default,
+    weights: str = P.WEIGHTS.default,
+    confidence: float = P.CONFIDENCE.default,
     exhaustive: str | None = None,
     scheduler: str | None = None,
     storage_options: dict | pydantic.SecretStr | None = None,
     key: str = "key",
     score: str = "score",
-    aggregate: str = "majority",
+    aggregate: str = P.AGGREGATE.default,
 ) -> str:
     """Compare the systems ``{name: Parquet URL}`` under a total budget of draws; return the run directory.
 

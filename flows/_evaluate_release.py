@@ -33,6 +33,7 @@ from flows._policies import (
     unsealed,
 )
 from flows.release import current_release
+from prdist import params as P
 from prdist.redaction import redact_url
 from flows.events import announce_evaluation
 from prdist.dataflow import evaluate as ev
@@ -128,20 +129,20 @@ def write_task(resource, planned, extraction, resolution, estimate, params, out:
 def evaluate_release(
     resource: str,
     out: str = "prdist-runs",
-    method: str = "paula",
-    eps: float = 0.03,
-    window: int = 100,
+    method: str = P.METHOD.default,
+    eps: float = P.EPS.default,
+    window: int = P.WINDOW.default,
     r_tilde: int | None = None,
-    confidence: float | None = 0.95,
+    confidence: float | None = P.CONFIDENCE.default,
     labels: str | None = None,
     oracle_column: str | None = None,
     bands: bool = False,
-    seed: int = 0,
+    seed: int = P.SEED.default,
     scheduler: str | None = None,
     storage_options: dict | pydantic.SecretStr | None = None,
     key: str = "key",
     score: str = "score",
-    aggregate: str = "majority",
+    aggregate: str = P.AGGREGATE.default,
     series: str | None = None,
     awaiting: bool = False,
     judge_column: str | None = None,
@@ -158,17 +159,14 @@ def evaluate_release(
     every other release under ``out`` awaiting labels whose plan the label store's verdicts now
     change is evaluated again too, each as its own (sub)flow run (:mod:`flows._awaiting`).
     ``judge_column`` and ``gold_budget``: verdicts of known quality (``EvaluationParams``).
+    The parameters' defaults and constraints are declared once, in :mod:`prdist.params`.
     """
+    params = ev.EvaluationParams.of(locals())  # the arguments that decide the numbers, checked once here
     options = unsealed(storage_options)
     resource = current_task(resource, options)
     # Each URL through the one credentials gate, once: the resource, the runs root and the label
     # store each keep the credentials they were resolved with (the one --storage-options today).
     where = run_locations(resource, out, labels, storage_options=options)
-    params = ev.EvaluationParams(
-        method=method, eps=eps, window=window, r_tilde=r_tilde, confidence=confidence,
-        seed=seed, oracle_column=oracle_column, bands=bands, aggregate=aggregate,
-        judge_column=judge_column, gold_budget=gold_budget,
-    )
     with one_cluster():  # one Dask cluster for every step of the run, started when first needed
         res = open_resource_task(where.resource, key, score, oracle_column)
         planned = plan_task(res.n, params)

@@ -41,7 +41,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._validation import as_label_array, check_float
+from ._validation import as_label_array, check_confidence
 from .confidence import ConfidenceDiagnostics, confidence_margins, monotone_rate_test
 from .errors import DataError, ParameterError
 from .plan import PaulaPlan
@@ -340,9 +340,7 @@ def paula_bounds(plan: PaulaPlan, labels, *, confidence=None) -> PaulaBounds:
             f"The 'plan' parameter of paula_bounds must be a PaulaPlan from plan_paula. Got {type(plan).__name__} instead."
         )
     if confidence is not None:
-        confidence = check_float(
-            confidence, name="confidence", owner="paula_bounds", low=0.0, high=1.0, low_open=True, high_open=True
-        )
+        confidence = check_confidence(confidence, owner="paula_bounds")
     v = as_label_array(labels, owner="paula_bounds")
     if v.size != plan.size:
         raise DataError(

@@ -18,6 +18,7 @@ import re
 import sys
 import traceback
 
+from . import params as P
 from .errors import AwaitingLabels, InputError, PrdistError
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_AWAITING_LABELS = 0, 1, 2, 3
@@ -144,24 +145,12 @@ def _add_budget(sub) -> None:
     )
     add = parser.add_argument
     add("--n", type=int, required=True, metavar="N", help="number of items in the resource")
-    add("--eps", type=float, default=0.03, metavar="E", help="grid spacing in (0, 1] (default 0.03)")
-    add("--window", type=int, default=100, metavar="D", help="local-precision window (default 100)")
-    add(
-        "--r-tilde", dest="r_tilde", type=int, default=None, metavar="R",
-        help="rank beyond which precision is assumed monotone (default ceil((D+2)/E))",
-    )  # fmt: skip
-    add(
-        "--alpha", type=float, default=None, metavar="A",
-        help="relative error of random sampling (default: PAULA's factor - 1, the same guarantee)",
-    )  # fmt: skip
-    add(
-        "--p-min", dest="p_min", type=float, default=0.5, metavar="P",
-        help="assumed minimum precision, for the sampling baselines (default 0.5)",
-    )  # fmt: skip
-    add(
-        "--delta", type=float, default=0.05, metavar="D",
-        help="failure probability of the sampling baselines (default 0.05)",
-    )  # fmt: skip
+    P.EPS.add_to(add, help="grid spacing in {range} (default {default})")
+    P.WINDOW.add_to(add)
+    P.R_TILDE.add_to(add, help="rank beyond which precision is assumed monotone (default ceil((D+2)/E))")
+    P.ALPHA.add_to(add, help="relative error of random sampling (default: PAULA's factor - 1, the same guarantee)")
+    P.P_MIN.add_to(add)
+    P.DELTA.add_to(add)
     add("--json", action="store_true", help="print one JSON object instead of a table")
     parser.set_defaults(handler=_cmd_budget)
 
@@ -170,22 +159,15 @@ def _cmd_budget(args) -> int:
     # Imported here so that other sub-commands do not pay for SciPy at start-up.
     import math
 
-    from ._validation import check_float, check_int
+    from ._validation import check_int
     from .plan import plan_paula
     from .sampling import random_sampling_budget, random_sampling_reliable_from, stratified_budget
 
     # Checked under the option names, so that a message names what the user typed.
     owner = "prdist budget"
-    unit = dict(low=0.0, high=1.0, low_open=True)
     n = check_int(args.n, name="--n", owner=owner, low=1)
-    check_float(args.eps, name="--eps", owner=owner, **unit)
-    window = check_int(args.window, name="--window", owner=owner, low=1)
-    if args.r_tilde is not None:
-        check_int(args.r_tilde, name="--r-tilde", owner=owner, low=1)
-    if args.alpha is not None:
-        check_float(args.alpha, name="--alpha", owner=owner, low=0.0, low_open=True)
-    p_min = check_float(args.p_min, name="--p-min", owner=owner, **unit)
-    delta = check_float(args.delta, name="--delta", owner=owner, high_open=True, **unit)
+    P.check_all(args, (P.EPS, P.WINDOW, P.R_TILDE, P.ALPHA, P.P_MIN, P.DELTA), owner=owner, flags=True)
+    window, p_min, delta = args.window, args.p_min, args.delta
 
     plan = plan_paula(n, eps=args.eps, window=window, r_tilde=args.r_tilde)
     notes = list(plan.notes)
@@ -326,16 +308,16 @@ def _add_synth(sub) -> None:
         help="move a share W of the positives into a normal bump N(MU, SD^2): precision then is "
              "not monotone in rank (continuous models only; write --bump=-2,0.3,0.2)",
     )  # fmt: skip
-    add("--prevalence", type=float, default=0.5, metavar="P", help="share of positives, in (0, 1) (default 0.5)")
+    P.PREVALENCE.add_to(add)
     add("--n", type=int, required=True, metavar="N", help="number of items")
     add("--partitions", type=int, default=None, metavar="K", help="number of Parquet files (default: one per 2^22 items)")
     add("--order", choices=("sorted", "shuffled"), default="sorted", help="row order (default sorted: rank order)")
-    add("--seed", type=int, required=True, metavar="S", help="master seed (same seed, same resource)")
+    P.SEED.add_to(add, required=True, default=None, help="master seed (same seed, same resource)")
     add("--key-offset", dest="key_offset", type=int, default=0, metavar="K",
         help="keys of generation positions K..K+N-1 (default 0): releases given disjoint ranges share no key")
-    add("--judge-accuracy", dest="judge_accuracy", type=float, default=None, metavar="A",
-        help="add a column 'judge': each item's label, flipped with probability 1-A independently (seeded by "
-             "--seed), in (0, 1]; for 'prdist run --judge-column judge' (default: no judge column)")
+    P.JUDGE_ACCURACY.add_to(
+        add, help="add a column 'judge': each item's label, flipped with probability 1-A independently (seeded by "
+                  "--seed), in {range}; for 'prdist run --judge-column judge' (default: no judge column)")
     add("--out", required=True, metavar="URL", help="destination path or fsspec URL (s3://...); must not exist")
     _add_storage_options(add, "for --out")
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: local threads)")
@@ -369,7 +351,7 @@ def _cmd_synth(args) -> int:
     import contextlib
 
     from . import population
-    from ._validation import check_float, check_int
+    from ._validation import check_int
     from .dataflow.cluster import dask_client
     from .dataflow.synth import write_synthetic
 
@@ -377,10 +359,9 @@ def _cmd_synth(args) -> int:
     n = check_int(args.n, name="--n", owner=owner, low=1)
     if args.partitions is not None:
         check_int(args.partitions, name="--partitions", owner=owner, low=1, high=n)
-    check_int(args.seed, name="--seed", owner=owner, low=0)
+    P.SEED.check(args.seed, owner=owner, name=P.SEED.flag)
     check_int(args.key_offset, name="--key-offset", owner=owner, low=0, high=2**62 - n)
-    if args.judge_accuracy is not None:
-        check_float(args.judge_accuracy, name="--judge-accuracy", owner=owner, low=0.0, high=1.0, low_open=True)
+    P.JUDGE_ACCURACY.check(args.judge_accuracy, owner=owner, name=P.JUDGE_ACCURACY.flag)
     storage_options = _storage_options(args)
     count = None if args.model == "discrete" else 2
     classes = {}
@@ -450,12 +431,11 @@ def _add_run(sub) -> None:
     add = parser.add_argument
     add("--resource", default=None, metavar="URL", help="Parquet dataset (path, file://, s3://, any fsspec URL)")
     add("--out", default="prdist-runs", metavar="URL", help="root of the run directories (default ./prdist-runs)")
-    add("--method", choices=("paula", "random", "stratified"), default="paula", help="annotation plan (default paula)")
-    add("--eps", type=float, default=0.03, metavar="E", help="grid spacing eps in (0, 1] (default 0.03)")
-    add("--window", type=int, default=100, metavar="D", help="local-precision window (default 100)")
-    add("--r-tilde", dest="r_tilde", type=int, default=None, metavar="R", help="fully labeled prefix target (default ceil((D+2)/E))")
-    add("--confidence", default="0.95", metavar="C|none",
-        help="the one confidence level of every interval of the run (default 0.95): PAULA bounds that hold at "
+    for param in (P.METHOD, P.EPS, P.WINDOW, P.R_TILDE):
+        param.add_to(add)
+    P.CONFIDENCE.add_to(
+        add, type=str, default=str(P.CONFIDENCE.default), metavar="C|none",
+        help="the one confidence level of every interval of the run (default {default}): PAULA bounds that hold at "
              "every rank with probability C when the verdicts are independent draws from a rate that does not rise "
              "with rank (they bound the verdicts' precision, not the truth where verdicts err), the random and "
              "stratified methods' intervals and the --bands; 'none' for the paper's deterministic PAULA bounds "
@@ -465,19 +445,19 @@ def _add_run(sub) -> None:
     add("--series", default=None, metavar="NAME",
         help="the line of releases this run belongs to, for 'prdist history' (default: the resource URL's parent)")
     _add_aggregate(add)
-    add("--oracle-column", dest="oracle_column", default=None, metavar="COL", help="simulation: take labels from this column of the resource")
-    add("--bands", action="store_true", help="also draw a random arm and compute bootstrap confidence bands")
-    add("--judge-column", dest="judge_column", default=None, metavar="COL",
-        help="automatic verdicts from this column of the resource (0/1, or a probability in [0, 1]: correct from 0.5 "
+    P.ORACLE_COLUMN.add_to(add)
+    P.BANDS.add_to(add)
+    P.JUDGE_COLUMN.add_to(
+        add, help="automatic verdicts from this column of the resource (0/1, or a probability in [0, 1]: correct from 0.5 "
              "up), standing for every planned item without an annotator verdict")
-    add("--gold-budget", dest="gold_budget", type=int, default=None, metavar="N",
-        help="a random gold audit of N planned items, listed in the annotation task (import their verdicts with "
+    P.GOLD_BUDGET.add_to(
+        add, help="a random gold audit of N planned items, listed in the annotation task (import their verdicts with "
              "'labels import --role gold'); once all are in, the bounds hold for the precision as gold says it")
-    add("--seed", type=int, default=0, metavar="S", help="seed of every random draw (default 0)")
+    P.SEED.add_to(add)
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: in-process threads; a local cluster from 2^31 items)")
     _add_storage_options(add, "for --resource/--out/--labels")
     _add_key_score(add)
-    add("--demo-n", dest="demo_n", type=int, default=2_000_000, metavar="N", help="items of the demo's synthetic resource (default 2,000,000)")
+    P.DEMO_N.add_to(add)
     _add_prefect_option(add)
     parser.set_defaults(handler=_cmd_run)
 
@@ -489,22 +469,15 @@ def _confidence_option(text):
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value < 1:
-        raise InputError(f"--confidence must be a number in (0, 1) such as 0.95, or 'none'. Got {text!r}.")
+    if not P.CONFIDENCE.contains(value):
+        raise InputError(f"--confidence must be a number in {P.CONFIDENCE.range_text} such as {P.CONFIDENCE.default}, "
+                         f"or 'none'. Got {text!r}.")
     return value
 
 
 def _cmd_run(args) -> int:
-    from ._validation import check_float, check_int
-
     # Checked under the option names before Prefect starts: a typo costs no flow run.
-    owner = "prdist run"
-    check_float(args.eps, name="--eps", owner=owner, low=0.0, high=1.0, low_open=True)
-    check_int(args.window, name="--window", owner=owner, low=1)
-    if args.r_tilde is not None:
-        check_int(args.r_tilde, name="--r-tilde", owner=owner, low=1)
-    check_int(args.seed, name="--seed", owner=owner, low=0)
-    check_int(args.demo_n, name="--demo-n", owner=owner, low=1)
+    P.check_all(args, (P.EPS, P.WINDOW, P.R_TILDE, P.SEED, P.DEMO_N), owner="prdist run", flags=True)
     confidence = _confidence_option(args.confidence)
     _check_known_quality_options(args, confidence)
     if confidence is None and (args.method != "paula" or args.bands):
@@ -545,9 +518,7 @@ def _check_known_quality_options(args, confidence) -> None:
     """--gold-budget: a positive count, for PAULA at a confidence level (checked before Prefect starts)."""
     if args.gold_budget is None:
         return
-    from ._validation import check_int
-
-    check_int(args.gold_budget, name="--gold-budget", owner="prdist run", low=1)
+    P.GOLD_BUDGET.check(args.gold_budget, owner="prdist run", name=P.GOLD_BUDGET.flag)
     if args.method != "paula" or confidence is None:
         raise InputError("--gold-budget certifies PAULA's bounds against gold at a confidence level: use --method paula "
                          f"with e.g. --confidence 0.95 (got --method {args.method}, --confidence {args.confidence}).")
@@ -567,11 +538,7 @@ def _committed_run(parameters: dict, storage_options):
     from .render.terminal import awaiting_message
 
     p = parameters
-    params = EvaluationParams(
-        method=p["method"], eps=p["eps"], window=p["window"], r_tilde=p["r_tilde"], confidence=p["confidence"],
-        seed=p["seed"], oracle_column=p["oracle_column"], bands=p["bands"], aggregate=p["aggregate"],
-        judge_column=p["judge_column"], gold_budget=p["gold_budget"],
-    )  # fmt: skip, as the flow builds them
+    params = EvaluationParams.of(p)  # as the flow builds them
     where = run_locations(p["resource"], p["out"], p["labels"], storage_options=storage_options)
     resource = open_for_run(where.resource, key=p["key"], score=p["score"], oracle_column=p["oracle_column"])
     found = committed_run(resource, params, out=where.out, labels=where.labels, series=p["series"])
@@ -691,29 +658,24 @@ def _add_compare(sub) -> None:
     add("--labels", default=None, metavar="URL",
         help="the shared label store (see 'prdist labels import'); leave it out while there are no labels yet")
     add("--budget", type=int, required=True, metavar="N", help="total draws over all systems, at least 2 per system")
-    add("--seed", type=int, required=True, metavar="S", help="seed of every draw (same seed, same draws)")
+    P.SEED.add_to(add, required=True, default=None, help="seed of every draw (same seed, same draws)")
     add("--out", required=True, metavar="URL", help="root of the run directories (path or fsspec URL)")
     add(
         "--exhaustive", default=None, metavar="URL",
         help="keys labeled exhaustively within some scope (CSV, JSONL or Parquet with key, label), "
              "for recall; without it recall is NaN and only the pooled recall is reported",
     )  # fmt: skip
-    add(
-        "--distribution", choices=("uniform", "top-k", "score-power"), default="uniform",
-        help="what each system's precision means: uniform over its output (default), uniform over "
-             "its top --k items (precision at k), or proportional to score^--power",
+    P.DISTRIBUTION.add_to(
+        add, help="what each system's precision means: uniform over its output (default), uniform over "
+                  "its top --k items (precision at k), or proportional to score^--power",
     )  # fmt: skip
-    add("--k", type=int, default=None, metavar="K", help="size of the top, for --distribution top-k")
-    add("--power", type=float, default=None, metavar="A", help="exponent, for --distribution score-power (default 1)")
-    add(
-        "--allocation", choices=("even", "proportional"), default="even",
-        help="split of the budget: even (default) or 2 each plus the rest in proportion to the systems' sizes",
-    )  # fmt: skip
-    add(
-        "--weights", choices=("overlap", "balance"), default="overlap",
-        help="mixture weights of the joint estimator: overlap (default; the authors' heuristic) or balance",
-    )  # fmt: skip
-    add("--confidence", type=float, default=0.95, metavar="C", help="level of the intervals, in (0, 1) (default 0.95)")
+    P.K.add_to(add)
+    P.POWER.add_to(add)
+    P.ALLOCATION.add_to(
+        add, help="split of the budget: even (default) or 2 each plus the rest in proportion to the systems' sizes")
+    P.WEIGHTS.add_to(
+        add, help="mixture weights of the joint estimator: overlap (default; the authors' heuristic) or balance")
+    P.CONFIDENCE.add_to(add)
     _add_aggregate(add)
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: in-process threads; a local cluster from 2^31 items)")
     _add_storage_options(add, "for every URL")
@@ -743,7 +705,7 @@ def parse_system(text: str) -> tuple[str, str]:
 
 
 def _cmd_compare(args) -> int:
-    from ._validation import check_float, check_int
+    from ._validation import check_int
     from .dataflow.storage import filesystem, join_url
 
     # Everything checkable without reading data is checked here, under the option names.
@@ -759,8 +721,7 @@ def _cmd_compare(args) -> int:
             f"--budget {budget} is too small for {len(pairs)} systems: every system needs at least 2 "
             f"draws. Use --budget {2 * len(pairs)} or more."
         )
-    check_int(args.seed, name="--seed", owner=owner, low=0)
-    check_float(args.confidence, name="--confidence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
+    P.check_all(args, (P.SEED, P.CONFIDENCE), owner=owner, flags=True)
     kind = args.distribution.replace("-", "_")
     if kind == "top_k" and args.k is None:
         raise InputError("--distribution top-k needs --k K, the size of the top.")
@@ -768,10 +729,7 @@ def _cmd_compare(args) -> int:
         raise InputError("--k only applies to --distribution top-k; drop it or add --distribution top-k.")
     if args.power is not None and kind != "score_power":
         raise InputError("--power only applies to --distribution score-power; drop it or add --distribution score-power.")
-    if args.k is not None:
-        check_int(args.k, name="--k", owner=owner, low=1)
-    if args.power is not None:
-        check_float(args.power, name="--power", owner=owner, low=0.0, low_open=True)
+    P.check_all(args, (P.K, P.POWER), owner=owner, flags=True)
     storage_options = _storage_options(args)
     _require_store(args.labels, "--labels", storage_options, first="leave out --labels until there are labels")
     parameters = dict(
@@ -799,13 +757,11 @@ def _cmd_compare(args) -> int:
 
 
 def _add_aggregate(add) -> None:
-    from .label_choices import AGGREGATIONS  # not verdicts: that loads pandas, for --help too
-
-    add("--aggregate", choices=AGGREGATIONS, default="majority",
-        help="how the verdicts of several annotators make one label: majority of each one's latest "
-             "(default; a tie is disputed), latest, or dawid-skene (fitted on the whole store; needs a key "
-             "judged by 3 or more annotators). Cannot judge never votes against a verdict: a key is "
-             "cannot judge only when nobody could judge it")
+    P.AGGREGATE.add_to(
+        add, help="how the verdicts of several annotators make one label: majority of each one's latest "
+                  "(default; a tie is disputed), latest, or dawid-skene (fitted on the whole store; needs a key "
+                  "judged by 3 or more annotators). Cannot judge never votes against a verdict: a key is "
+                  "cannot judge only when nobody could judge it")
 
 
 def _add_labels(sub) -> None:

@@ -94,6 +94,7 @@ import numpy as np
 
 from ._validation import as_label_array, check_confidence, check_int
 from .errors import DataError, ParameterError
+from .params import SEED
 from .plan import PaulaPlan
 
 __all__ = [
@@ -319,7 +320,7 @@ def monotone_rate_test(plan: PaulaPlan, labels, *, replicates=199, seed=0) -> Mo
     """
     owner = "monotone_rate_test"
     replicates = check_int(replicates, name="replicates", owner=owner, low=1)
-    seed = check_int(seed, name="seed", owner=owner, low=0)
+    seed = SEED.check(seed, owner=owner)
     v = _plan_labels(plan, labels, owner)
     counts = _window_counts(plan, v)
     known_ones, known = counts.known_ones, counts.known

@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from . import derived, verdicts
-from ._validation import as_label_array, check_confidence, check_float, check_int
+from ._validation import as_label_array, check_confidence
 from .bounds import PaulaBounds, paula_bounds
 from .errors import DataError, InputError, ParameterError
+from .params import EPS, WINDOW
 from .plan import PaulaPlan, plan_paula
 from .render.plotting import plot_bounds
 from .ranking import as_key_array, rank_order
@@ -290,8 +291,8 @@ def evaluate(scores, labels=None, *, keys=None, method="paula", eps=0.03, window
             f"The 'method' parameter of {_OWNER} must be 'paula'. Got {method!r} instead; the sampling "
             "baselines are prdist run --method random|stratified."
         )
-    check_float(eps, name="eps", owner=_OWNER, low=0.0, high=1.0, low_open=True)
-    check_int(window, name="window", owner=_OWNER, low=1)
+    EPS.check(eps, owner=_OWNER)
+    WINDOW.check(window, owner=_OWNER)
     if confidence is not None:
         confidence = check_confidence(confidence, owner=_OWNER)
     raw = np.asarray(scores.to_numpy() if isinstance(scores, pd.Series) else scores)

@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._validation import check_float
+from .params import EPS
 
 __all__ = ["GeometricGrid", "GridParameters", "exact_eps"]
 
@@ -31,7 +31,7 @@ def exact_eps(eps, *, owner: str = "plan_paula") -> Fraction:
     >>> exact_eps(0.03)
     Fraction(3, 100)
     """
-    check_float(eps, name="eps", owner=owner, low=0.0, high=1.0, low_open=True)
+    EPS.check(eps, owner=owner)
     if isinstance(eps, Fraction):
         return eps
     if isinstance(eps, numbers.Rational):

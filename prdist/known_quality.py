@@ -89,6 +89,7 @@ from ._validation import as_label_array, check_confidence, check_int
 from .bounds import PaulaBounds, PaulaDiagnostics, _consistent_grid_bounds
 from .confidence import confidence_margins
 from .errors import DataError, ParameterError
+from .params import SEED
 from .plan import PaulaPlan
 
 __all__ = [
@@ -387,7 +388,7 @@ def plan_gold_audit(plan: PaulaPlan, budget: int, *, seed: int) -> np.ndarray:
     if not isinstance(plan, PaulaPlan):
         raise ParameterError(f"The 'plan' parameter of {owner} must be a PaulaPlan from plan_paula. Got {type(plan).__name__} instead.")
     budget = check_int(budget, name="budget", owner=owner, low=0)
-    seed = check_int(seed, name="seed", owner=owner, low=0)
+    seed = SEED.check(seed, owner=owner)
     if budget >= plan.size:
         return plan.ranks.copy()
     rng = np.random.default_rng(seed)

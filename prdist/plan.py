@@ -10,6 +10,7 @@ import numpy as np
 from ._validation import check_int
 from .errors import ParameterError
 from .grid import GeometricGrid, GridParameters, exact_eps
+from . import params as P
 
 __all__ = ["MAX_PLAN_SIZE", "PaulaPlan", "check_plan_fits", "exhaustive_plan_note", "plan_paula"]
 
@@ -163,9 +164,8 @@ def plan_paula(n, *, eps=0.03, window=100, r_tilde=None) -> PaulaPlan:
     n = check_int(n, name="n", owner=owner, low=1)
     eps_exact = exact_eps(eps, owner=owner)
     eps = float(eps)
-    window = check_int(window, name="window", owner=owner, low=1)
-    if r_tilde is not None:
-        r_tilde = check_int(r_tilde, name="r_tilde", owner=owner, low=1)
+    window = P.WINDOW.check(window, owner=owner)
+    r_tilde = P.R_TILDE.check(r_tilde, owner=owner)
     check_plan_fits(n, eps=eps, window=window, r_tilde=r_tilde)
     r_min = math.ceil((window + 2) / eps_exact)  # exact: Fraction ceil
     if r_tilde is None:

@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_choice, check_float, check_int
+from .. import params as P
+from .._validation import check_confidence, check_int
 from ..errors import DataError, ParameterError
 from prdist.importance import SamplingDistribution
-from prdist.importance.weights import BALANCE, OVERLAP
 from ..plan import MAX_PLAN_SIZE  # a budget of draws is held as a plan is
 from .parquet import Resource, open_resource
 
 __all__ = ["ALLOCATIONS", "CompareParams", "System", "allocate_budget", "check_system_name", "open_systems"]
 
-EVEN, PROPORTIONAL = "even", "proportional"
-ALLOCATIONS = (EVEN, PROPORTIONAL)
+ALLOCATIONS = P.ALLOCATION.choices
+EVEN, PROPORTIONAL = ALLOCATIONS
 
 # A system name names rows of compare.parquet and columns of the annotation task.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -70,26 +70,24 @@ class CompareParams:
     """
 
     budget: int
-    seed: int = 0
+    seed: int = P.SEED.default
     distribution: SamplingDistribution = field(default_factory=SamplingDistribution)
-    allocation: str = EVEN
-    weights: str = OVERLAP
-    confidence: float = 0.95
+    allocation: str = P.ALLOCATION.default
+    weights: str = P.WEIGHTS.default
+    confidence: float = P.CONFIDENCE.default
 
     def __post_init__(self):
         owner = "CompareParams"
         object.__setattr__(self, "budget", check_int(self.budget, name="budget", owner=owner, low=2, high=MAX_PLAN_SIZE))
-        object.__setattr__(self, "seed", check_int(self.seed, name="seed", owner=owner, low=0))
+        object.__setattr__(self, "seed", P.SEED.check(self.seed, owner=owner))
         if not isinstance(self.distribution, SamplingDistribution):
             raise ParameterError(
                 f"The 'distribution' parameter of {owner} must be a SamplingDistribution. "
                 f"Got {self.distribution!r} instead."
             )
-        check_choice(self.allocation, name="allocation", owner=owner, choices=ALLOCATIONS)
-        check_choice(self.weights, name="weights", owner=owner, choices=(OVERLAP, BALANCE))
-        confidence = check_float(self.confidence, name="confidence", owner=owner, low=0.0, high=1.0,
-                                 low_open=True, high_open=True)
-        object.__setattr__(self, "confidence", confidence)
+        P.ALLOCATION.check(self.allocation, owner=owner)
+        P.WEIGHTS.check(self.weights, owner=owner)
+        object.__setattr__(self, "confidence", check_confidence(self.confidence, owner=owner))
 
     def to_dict(self) -> dict:
         d = self.distribution
@@ -188,7 +186,7 @@ def allocate_budget(support_sizes, budget, allocation: str = EVEN) -> np.ndarray
         raise ParameterError(f"The 'support_sizes' parameter of {owner} must be positive integers, one per system. Got {support_sizes!r}.")
     m = sizes.size
     budget = check_int(budget, name="budget", owner=owner, low=1)
-    check_choice(allocation, name="allocation", owner=owner, choices=ALLOCATIONS)
+    P.ALLOCATION.check(allocation, owner=owner)
     if budget < 2 * m:
         raise ParameterError(
             f"The budget must be at least 2 draws per system (2 x {m} = {2 * m}): each system's "

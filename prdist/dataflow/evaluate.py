@@ -8,7 +8,7 @@ them in order, and tests call them directly.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,10 +16,10 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import derived
-from .._validation import check_choice, check_float, check_int
+from .. import params as P
 from ..errors import DataError, ParameterError
 from ..plan import plan_paula
-from ..verdicts import AGGREGATIONS, kinds_of
+from ..verdicts import kinds_of
 from .artifacts import run_id
 from .labels import LabelLookup, lookup_labels, normalise_keys
 from .storage import Location, join_url
@@ -42,7 +42,7 @@ __all__ = [
     "resolve_labels",
 ]
 
-METHODS = ("paula", "random", "stratified")
+METHODS = P.METHOD.choices
 
 
 @dataclass(frozen=True)
@@ -83,33 +83,27 @@ class EvaluationParams:
         precision as gold says it (:func:`prdist.known_quality.gold_bounds`).
     """
 
-    method: str = "paula"
-    eps: float = 0.03
-    window: int = 100
+    method: str = P.METHOD.default
+    eps: float = P.EPS.default
+    window: int = P.WINDOW.default
     r_tilde: int | None = None
-    confidence: float | None = None
+    confidence: float | None = None  # the Python API's default: deterministic (the command line's: 0.95)
     sample_size: int | None = None
-    seed: int = 0
+    seed: int = P.SEED.default
     oracle_column: str | None = None
     bands: bool = False
-    band_sample: int = 2000
-    replicates: int = 1000
+    band_sample: int = P.BAND_SAMPLE.default
+    replicates: int = P.BAND_REPLICATES.default
     targets: tuple[float, ...] = derived.TARGETS
-    aggregate: str = "majority"
+    aggregate: str = P.AGGREGATE.default
     judge_column: str | None = None
     gold_budget: int | None = None
 
     def __post_init__(self):
         owner = "EvaluationParams"
-        check_choice(self.method, name="method", owner=owner, choices=METHODS)
-        check_float(self.eps, name="eps", owner=owner, low=0.0, high=1.0, low_open=True)
-        check_int(self.window, name="window", owner=owner, low=1)
-        if self.r_tilde is not None:
-            check_int(self.r_tilde, name="r_tilde", owner=owner, low=1)
-        if self.confidence is not None:
-            check_float(self.confidence, name="confidence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
-        if self.sample_size is not None:
-            check_int(self.sample_size, name="sample_size", owner=owner, low=1)
+        P.check_all(self, P.EVALUATION, owner=owner)
+        for t in self.targets:
+            P.TARGET.check(t, owner=owner)
         if self.confidence is None and (self.method != "paula" or self.bands):
             what = "bootstrap bands" if self.method == "paula" else f"the {self.method} method's intervals"
             raise ParameterError(
@@ -117,24 +111,18 @@ class EvaluationParams:
                 "probability: give a level such as confidence=0.95 (None means the paper's deterministic "
                 "PAULA bounds, without bands)."
             )
-        check_int(self.seed, name="seed", owner=owner, low=0)
-        check_int(self.band_sample, name="band_sample", owner=owner, low=10)
-        check_int(self.replicates, name="replicates", owner=owner, low=10)
-        for t in self.targets:
-            check_float(t, name="targets", owner=owner, low=0.0, high=1.0, low_open=True)
-        check_choice(self.aggregate, name="aggregate", owner=owner, choices=AGGREGATIONS)
-        self._check_known_quality(owner)
-
-    def _check_known_quality(self, owner: str) -> None:
-        if self.gold_budget is None:
-            return
-        check_int(self.gold_budget, name="gold_budget", owner=owner, low=1)
-        if self.method != "paula" or self.confidence is None:
+        if self.gold_budget is not None and (self.method != "paula" or self.confidence is None):
             raise ParameterError(
                 f"The 'gold_budget' parameter of {owner} needs method='paula' with a confidence level (the gold "
                 f"bounds hold with a probability); got method={self.method!r}, confidence={self.confidence!r}. "
                 "Use the PAULA method with e.g. confidence=0.95."
             )
+
+    @classmethod
+    def of(cls, parameters) -> EvaluationParams:
+        """The parameters among ``parameters`` (a mapping, e.g. a flow's arguments) that decide an
+        evaluation's numbers; the others are left out, the missing ones take their defaults."""
+        return cls(**{f.name: parameters[f.name] for f in fields(cls) if f.name in parameters})
 
     @property
     def delta(self) -> float | None:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from prdist.dataflow.storage import filesystem, given_url, resolve
+from prdist.dataflow.storage import given_url, resolve
 from prdist.dataflow.storage_errors import exists, storage_errors
 from prdist.errors import DataError
 from prdist.verdict_roles import RoleVerdicts, role_verdicts, split_roles

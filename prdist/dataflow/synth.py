@@ -66,6 +66,7 @@ import pyarrow.parquet as pq
 from .. import population
 from .._validation import check_choice, check_float, check_int
 from ..errors import DataError, ParameterError
+from ..params import SEED
 from ..ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
 from .executor import run_all
@@ -497,7 +498,7 @@ def write_synthetic(
             f"Got {model.family!r} instead."
         )
     n = check_int(n, name="n", owner=owner, low=1, high=2**62)
-    seed = check_int(seed, name="seed", owner=owner, low=0)
+    seed = SEED.check(seed, owner=owner)
     order = check_choice(order, name="order", owner=owner, choices=("sorted", "shuffled"))
     if partitions is None:
         partitions = -(-n // DEFAULT_FILE_ROWS)

@@ -12,7 +12,8 @@ from prdist.errors import ParameterError
 from prdist.importance.joint_sample import JointSample, _check_sample, _require_labels
 from prdist.importance.moments import _system_means_and_variances, _z
 from prdist.importance.systems import SystemOutput, _check_systems, _key_index
-from prdist.importance.weights import _SCHEMES, OVERLAP
+from prdist.importance.weights import OVERLAP
+from prdist.params import WEIGHTS
 
 
 SECOND_MOMENT, WORST_CASE = "second-moment", "worst-case"
@@ -162,7 +163,7 @@ def required_sample_size(sample: JointSample, systems, new_system: SystemOutput,
             )
     half_width = check_float(half_width, name="half_width", owner=owner, low=0.0, low_open=True)
     confidence = check_confidence(confidence, owner=owner)
-    check_choice(weights, name="weights", owner=owner, choices=_SCHEMES)
+    WEIGHTS.check(weights, owner=owner)
     check_choice(bound, name="bound", owner=owner, choices=_BOUNDS)
     max_size = check_int(max_size, name="max_size", owner=owner, low=1)
     f = _require_labels(sample, owner=owner)

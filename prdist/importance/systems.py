@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from prdist._validation import check_choice, check_float, check_int
+from prdist._validation import check_choice
 from prdist.errors import DataError, ParameterError
+from prdist.params import K, POWER
 from prdist.ranking import as_key_array, rank_order
 
 UNIFORM, TOP_K, SCORE_POWER = "uniform", "top_k", "score_power"
@@ -64,7 +65,7 @@ class SamplingDistribution:
                     "The 'k' parameter of SamplingDistribution is required for kind='top_k'. "
                     "Use SamplingDistribution.top_k(k)."
                 )
-            object.__setattr__(self, "k", check_int(self.k, name="k", owner=owner, low=1))
+            object.__setattr__(self, "k", K.check(self.k, owner=owner))
         elif self.k is not None:
             raise ParameterError(
                 f"The 'k' parameter of SamplingDistribution only applies to kind='top_k'. "
@@ -72,7 +73,7 @@ class SamplingDistribution:
             )
         if self.kind == SCORE_POWER:
             power = 1.0 if self.power is None else self.power
-            power = check_float(power, name="power", owner=owner, low=0.0, low_open=True)
+            power = POWER.check(power, owner=owner)
             object.__setattr__(self, "power", power)
         elif self.power is not None:
             raise ParameterError(

@@ -8,6 +8,7 @@ from prdist._validation import check_choice
 from prdist.errors import DataError, ParameterError
 from prdist.importance.joint_sample import JointSample
 from prdist.importance.systems import _SUM_TOLERANCE
+from prdist.params import WEIGHTS
 
 OVERLAP, BALANCE = "overlap", "balance"
 _SCHEMES = (OVERLAP, BALANCE)
@@ -46,7 +47,7 @@ def _resolve_weights(sample: JointSample, weights, *, owner: str) -> np.ndarray:
     """Return validated (m, m) weights: a scheme name or a user matrix."""
     m = len(sample.systems)
     if isinstance(weights, str):
-        check_choice(weights, name="weights", owner=owner, choices=_SCHEMES)
+        WEIGHTS.check(weights, owner=owner)
         w = mixture_weights(sample, weights)
     else:
         try:

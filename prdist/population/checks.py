@@ -6,14 +6,12 @@ import math
 
 import numpy as np
 
-from prdist._validation import check_float
 from prdist.errors import DataError, ParameterError
+from prdist.params import PREVALENCE
 
 
 def _prevalence(value, owner: str) -> float:
-    return check_float(
-        value, name="prevalence", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True
-    )
+    return PREVALENCE.check(value, owner=owner)
 
 
 def _pair(value, name: str, owner: str, expectation: str) -> tuple[float, float]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from prdist._validation import as_label_array, check_float
 from prdist.errors import DataError, ParameterError
+from prdist.params import ALPHA, DELTA
 
 
 def _rng(seed, *, owner: str) -> np.random.Generator:
@@ -23,9 +24,7 @@ def _rng(seed, *, owner: str) -> np.random.Generator:
 
 
 def _check_delta(delta, *, owner: str) -> float:
-    return check_float(
-        delta, name="delta", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True
-    )
+    return DELTA.check(delta, owner=owner)
 
 
 def _check_precision(p, *, name: str, owner: str) -> float:
@@ -35,7 +34,7 @@ def _check_precision(p, *, name: str, owner: str) -> float:
 def _check_guarantee(alpha, p, delta, *, owner: str) -> tuple[float, float, float]:
     """The relative error ``alpha`` > 0, precision bound ``p`` in (0, 1] and failure probability
     ``delta`` in (0, 1) of a uniform-sampling budget, checked in that order."""
-    alpha = check_float(alpha, name="alpha", owner=owner, low=0.0, low_open=True)
+    alpha = check_float(alpha, name="alpha", owner=owner, **ALPHA.bounds)  # required here
     return alpha, _check_precision(p, name="p", owner=owner), _check_delta(delta, owner=owner)
 
 

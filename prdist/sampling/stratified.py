@@ -9,6 +9,7 @@ import numpy as np
 
 from prdist._validation import check_float, check_int
 from prdist.errors import ParameterError
+from prdist.params import R_TILDE, WINDOW
 from prdist.grid import GridParameters, exact_eps
 from prdist.plan import plan_paula
 from prdist.sampling.checks import (
@@ -42,9 +43,8 @@ def _stratified_setup(n, *, eps, window, r_tilde, delta, p_min, beta, owner: str
     # Validate here, before plan_paula, so that messages name the function the user called.
     n = check_int(n, name="n", owner=owner, low=1)
     exact_eps(eps, owner=owner)
-    window = check_int(window, name="window", owner=owner, low=1)
-    if r_tilde is not None:
-        r_tilde = check_int(r_tilde, name="r_tilde", owner=owner, low=1)
+    window = WINDOW.check(window, owner=owner)
+    r_tilde = R_TILDE.check(r_tilde, owner=owner)
     delta = _check_delta(delta, owner=owner)
     p_min = _check_precision(p_min, name="p_min", owner=owner)
     if beta is not None:
