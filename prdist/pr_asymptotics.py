@@ -17,6 +17,7 @@ from scipy import special
 from prdist._validation import check_float, check_int
 from prdist.curves import EmpiricalPR, as_recall_levels
 from prdist.errors import DataError, ParameterError
+from prdist.params import DELTA
 
 __all__ = ["normal_pointwise_bands", "plugin_asymptotic_variance", "silverman_bandwidth"]
 
@@ -105,7 +106,7 @@ def normal_pointwise_bands(precision, variance, n, *, delta=0.05) -> tuple[np.nd
     """
     owner = "normal_pointwise_bands"
     n = check_int(n, name="n", owner=owner, low=1)
-    delta = check_float(delta, name="delta", owner=owner, low=0.0, high=1.0, low_open=True, high_open=True)
+    delta = DELTA.check(delta, owner=owner)
     precision = np.asarray(precision, dtype=np.float64)
     variance = np.asarray(variance, dtype=np.float64)
     if precision.shape != variance.shape or not np.all(np.isfinite(variance) & (variance >= 0.0)):
