@@ -1,6 +1,6 @@
 """The layers the README states are the code's: imports point down only, and never in a circle.
 
-    commands  prdist/cli.py, prdist/__main__.py      (may import anything)
+    commands  prdist/cli/, prdist/__main__.py        (may import anything)
     flows     flows/                                                         (Prefect wiring)
     dataflow  prdist/dataflow/     Dask and storage; never Prefect, flows or the commands
     core      prdist/*.py          pure NumPy/SciPy; never Dask, Prefect, flows, dataflow, commands
@@ -59,7 +59,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def _layer(module: str) -> str:
-    if module in COMMANDS or module == "prdist":
+    if module in COMMANDS or module.startswith("prdist.cli.") or module == "prdist":
         return "commands"
     if module.startswith("prdist.dataflow"):
         return "dataflow"
