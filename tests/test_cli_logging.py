@@ -1,6 +1,6 @@
 import logging
 
-from prdist.cli import _OneLineForPrdistErrors
+from prdist.cli._prefect import _OneLineForPrdistErrors
 from prdist.errors import DataError
 
 

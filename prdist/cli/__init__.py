@@ -34,7 +34,6 @@ from prdist.cli._common import (
     count,
 )
 from prdist.cli._console import _ReaderMayGo, _warnings_as_lines
-from prdist.cli._prefect import _OneLineForPrdistErrors
 from prdist.cli.budget import _add_budget
 from prdist.cli.compare import _add_compare, parse_system
 from prdist.cli.history import _add_history

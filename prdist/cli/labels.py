@@ -14,7 +14,6 @@ from prdist.cli._common import (
     _require_store,
     _shown,
     _storage_options,
-    count,
 )
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from prdist import params as P
 from prdist.errors import InputError
-from prdist.cli._common import EXIT_OK, _add_storage_options, _shown, _storage_options, count
+from prdist.cli._common import EXIT_OK, _add_storage_options, _shown, _storage_options
 
 
 # Model options of `prdist synth` when none are given: the cases of Hughes-Oliver's paper.
