@@ -4,7 +4,7 @@ Claim (issue 26): the README states the bands' coverage; this script measures it
 population models (the truth: ``model.pr`` on the recall grid of the bands) x sample size n x
 prevalence x resampling method, at nominal 90 % and 95 %. For each cell it draws ``reps``
 i.i.d. labeled samples (``model.sample(n, seed=s)``), bootstraps each once with B replicates
-(``prdist.bootstrap.bootstrap_replicates``, the replicates behind ``bootstrap_bands``; sample s
+(``prdist.bootstrap.replicates.bootstrap_replicates``, the replicates behind ``bootstrap_bands``; sample s
 is drawn with seed s and bootstrapped with seed 10^6 + s) and takes the
 bands at both levels from the same replicates (``BootstrapReplicates.bands(delta)``, which is what
 ``bootstrap_bands(..., delta=delta)`` returns for the same seed). It reports
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prdist.bootstrap import BootstrapWarning, bootstrap_replicates, recall_grid
+from prdist.bootstrap.replicates import BootstrapWarning, bootstrap_replicates, recall_grid
 from prdist.curves import TiedScoresWarning
 from prdist.errors import DataError
 from prdist.population import bibeta, bilognormal, binormal, discrete

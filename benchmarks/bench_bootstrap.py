@@ -9,7 +9,7 @@ Claims measured (in one run, on the same binormal sample, for each --n):
    heavier peer. The stratified and naive methods are timed too.
 2. Its ``client=`` path is >= 1.8x faster on 2 Dask workers than on 1 (``LocalCluster(n_workers=1
    or 2, threads_per_worker=1)``, configured as prdist's own clusters:
-   ``prdist.dataflow.cluster.WORKER_MALLOC_CONFIG``), with bit-identical results. A prdist
+   ``prdist.dataflow.engine.cluster.WORKER_MALLOC_CONFIG``), with bit-identical results. A prdist
    replicate costs tens of microseconds whatever n, so B = 1000 replicates are milliseconds of
    work, less than the serial part of a call (fitting the curve, tabulating the smoothed laws);
    the scaling is therefore measured on ``bootstrap_replicates`` with --scaling-replicates
@@ -52,9 +52,9 @@ from distributed import Client, LocalCluster, get_task_stream
 from sklearn.metrics import precision_recall_curve
 
 from prdist import population
-from prdist.bootstrap import METHODS, recall_grid, weighted_quantile
-from prdist.dataflow.bands import bootstrap_bands, bootstrap_replicates
-from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
+from prdist.bootstrap.replicates import METHODS, recall_grid, weighted_quantile
+from prdist.dataflow.run.bands import bootstrap_bands, bootstrap_replicates
+from prdist.dataflow.engine.cluster import WORKER_MALLOC_CONFIG
 
 
 def lean_loop_curves(scores, labels, beta, rng, replicates):
@@ -87,7 +87,7 @@ def loop_radius(centre, curves, delta=0.05):
 
 
 def _import_kernel() -> None:
-    import prdist.bootstrap  # noqa: F401  (worker warm-up)
+    import prdist.bootstrap.replicates  # noqa: F401  (worker warm-up)
 
 
 class Clock:

@@ -8,7 +8,7 @@ and how often the monotone-rate test flags it.
 
 Each resource lays a population model out in rank order (the score of rank i is the
 (1 - (i - 1/2)/n) quantile of the score distribution) and draws label i from Bernoulli(P(Y = 1 |
-score_i)), independently per seed; this is the model of :mod:`prdist.confidence`, conditionally on
+score_i)), independently per seed; this is the model of :mod:`prdist.paula.confidence`, conditionally on
 the scores. Models: bibeta (neg Beta(2, 5), pos Beta(5, 2), prevalence 0.3) and binormal (neg
 N(0, 1), pos N(1.5, 1), prevalence 0.3) have decreasing rates; "bibeta+bump" moves 30 % of the
 positives into a N(0.3, 0.03²) bump of scores (the rate rises from 0.08 to 0.45 between ranks

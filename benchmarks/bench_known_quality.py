@@ -8,7 +8,7 @@ accuracy 0.9 and gold on 10 % of the planned items its mean width is at most 0.6
 gold-only bounds from the same gold labels (``gold_bounds`` without verdicts).
 
 Each resource: n items in rank order, gold label i ~ Bernoulli(rho_i) independently, rho falling
-linearly from 0.95 at rank 1 to 0.35 at rank n (model (M) of ``prdist.confidence``); a PAULA plan
+linearly from 0.95 at rank 1 to 0.35 at rank n (model (M) of ``prdist.paula.confidence``); a PAULA plan
 (eps 0.03, window 100 by default); a gold audit of 10 % of the planned items
 (``plan_gold_audit``); the verdicts of one setting on every planned item:
 
@@ -25,7 +25,7 @@ precision_upper - precision_lower over the reported ranks ("all"), and over the 
 g_l alone ("grid"). Prints one Markdown row per setting and the load average.
 
 The floor. The prediction-powered part of the bounds estimates each functional Θ = Σ_s b_s T_s
-(``prdist.known_quality``, step 2) with variance Σ_s b_s² K_s S_s²(λ), K_s = N_s² (1 - n_s/N_s) / n_s
+(``prdist.verdicts.known_quality``, step 2) with variance Σ_s b_s² K_s S_s²(λ), K_s = N_s² (1 - n_s/N_s) / n_s
 and S_s²(λ) the within-segment variance of g - λ f over the planned items; λ = 0 is gold alone.
 The smallest standard deviation any λ reaches - the one an oracle knowing every S_s² and
 choosing λ in [0, 1] (the construction's range, as PPI++'s clipping) per functional would get,
@@ -54,8 +54,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from prdist import plan_paula
-from prdist.known_quality import (NEUTRAL, _coefficients, _estimate, _predictor, _segments, _SegmentStats, gold_bounds,
-                                  plan_gold_audit)
+from prdist.verdicts.known_quality import (
+    NEUTRAL,
+    _coefficients,
+    _estimate,
+    _predictor,
+    _segments,
+    _SegmentStats,
+    gold_bounds,
+    plan_gold_audit,
+)
 
 SETTINGS = (
     "judge 0.6",

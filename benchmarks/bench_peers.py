@@ -50,7 +50,7 @@ import numpy as np
 import psutil
 import pyarrow.parquet as pq
 
-from prdist.plan import plan_paula
+from prdist.paula.plan import plan_paula
 
 ROOT = Path(__file__).resolve().parent.parent
 PRDIST = ROOT / ".venv" / "bin" / "prdist"

@@ -2,7 +2,7 @@
 
 Claim measured (in one run, on identical clusters, the same Parquet files): extracting the items at
 the ranks of a PAULA plan (eps 0.03, window 100) from an *unsorted* resource with
-``prdist.dataflow.select.select_ranks`` (radix selection: a few streaming passes, no sort, no
+``prdist.dataflow.ranks.select.select_ranks`` (radix selection: a few streaming passes, no sort, no
 shuffle) is >= 8x faster than the obvious way with Dask —
 ``dask.dataframe.read_parquet(...).sort_values("score", ascending=False)``, persisted, then the
 same ranks taken from the sorted partitions (partition lengths give every partition's first
@@ -14,7 +14,7 @@ every planned rank; the script checks it, and tells apart a mismatch caused by a
 Both methods read the key, score and label columns.
 
 Cluster: ``LocalCluster`` of 2 worker processes x 1 thread, configured as prdist configures its
-own local clusters (``prdist.dataflow.cluster.WORKER_MALLOC_CONFIG``: a 32 MiB glibc mmap
+own local clusters (``prdist.dataflow.engine.cluster.WORKER_MALLOC_CONFIG``: a 32 MiB glibc mmap
 threshold, which both methods get), ``--memory-limit`` per worker (the
 nanny restarts a worker above 95 % of it; Dask gives up on a task after 3 such deaths). Every
 measured phase gets a new cluster of that configuration, started (and its workers' imports done)
@@ -52,11 +52,11 @@ import psutil
 from distributed import Client, LocalCluster
 
 from prdist import population
-from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
+from prdist.dataflow.engine.cluster import WORKER_MALLOC_CONFIG
 from prdist.dataflow import open_resource
-from prdist.dataflow.select import selection
+from prdist.dataflow.ranks.select import selection
 from prdist.dataflow.synth import SYNTH_MARKER, write_synthetic
-from prdist.plan import plan_paula
+from prdist.paula.plan import plan_paula
 
 MODEL = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
 COLUMNS = ["key", "score", "label"]
@@ -100,7 +100,7 @@ def _warm_up():
     import dask.dataframe  # noqa: F401
     import pyarrow.parquet  # noqa: F401
 
-    import prdist.dataflow.select  # noqa: F401
+    import prdist.dataflow.ranks.select  # noqa: F401
 
 
 @contextlib.contextmanager

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from prdist.dataflow.executor import THREADS
-from prdist.dataflow.parquet import open_resource
-from prdist.dataflow.select import selection
-from prdist.plan import plan_paula
+from prdist.dataflow.engine.executor import THREADS
+from prdist.dataflow.io.parquet import open_resource
+from prdist.dataflow.ranks.select import selection
+from prdist.paula.plan import plan_paula
 
 ROOT = Path(__file__).resolve().parent.parent
 

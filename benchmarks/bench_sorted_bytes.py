@@ -1,7 +1,7 @@
 """Benchmark: bytes read to extract a PAULA plan from a sorted resource, against a full scan.
 
 Claim measured (in one run, the same files on local disk and on S3): on a resource sorted by
-descending score, ``prdist.dataflow.extract.extract_ranks`` reads only the row groups that hold
+descending score, ``prdist.dataflow.ranks.extract.extract_ranks`` reads only the row groups that hold
 the ranks of a PAULA plan (eps 0.03, window 100) — the goal is under 1 % of the resource's bytes
 at n = 1e8 — where the obvious way, ``dask.dataframe.read_parquet`` of the key, score and label
 columns with the same ranks taken by position (one pass, one partition per file), reads all of
@@ -63,11 +63,11 @@ import s3fs
 from distributed import Client, LocalCluster
 
 from prdist import population
-from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
+from prdist.dataflow.engine.cluster import WORKER_MALLOC_CONFIG
 from prdist.dataflow import extract_ranks, open_resource
-from prdist.dataflow.extract import sorted_extraction
+from prdist.dataflow.ranks.extract import sorted_extraction
 from prdist.dataflow.synth import write_synthetic
-from prdist.plan import plan_paula
+from prdist.paula.plan import plan_paula
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from seaweed import admin_identity, running_s3  # noqa: E402  (shared with tests/conftest.py)

@@ -3,7 +3,7 @@
 The rule of ``evaluate-release/on-labels`` (``awaiting=True``): every release with a committed run
 under the runs root that awaits labels is looked at again; it is evaluated again when the label
 store's verdicts on its planned keys are no longer those its latest run used, i.e. when the run
-these inputs make now is not committed (:func:`prdist.dataflow.run.committed_run`). Releases no
+these inputs make now is not committed (:func:`prdist.dataflow.run.steps.committed_run`). Releases no
 verdict touched are left alone, and nothing is computed to tell: the staged extraction gives the
 planned keys, the store their verdicts. Every awaiting run is taken to read the label store it is
 checked against (the deployment's ``PRDIST_LABELS`` for the deployment's ``PRDIST_RUNS``).
@@ -17,12 +17,12 @@ import json
 import posixpath
 from dataclasses import dataclass
 
-from prdist.dataflow import evaluate as ev
-from prdist.dataflow.artifacts import MANIFEST
+from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.io.artifacts import MANIFEST
 from prdist.dataflow.history import readable_run
-from prdist.dataflow.run import committed_run, open_for_run
-from prdist.dataflow.storage import filesystem, run_locations
-from prdist.dataflow.storage_errors import exists
+from prdist.dataflow.run.steps import committed_run, open_for_run
+from prdist.dataflow.io.storage import filesystem, run_locations
+from prdist.dataflow.io.storage_errors import exists
 
 __all__ = ["FLOW_PARAMETERS", "AwaitingRelease", "awaiting_releases", "is_touched"]
 

@@ -19,9 +19,9 @@ import pydantic  # for the storage options' annotation, which Prefect resolves (
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist import params as P
 from prdist.dataflow import compare as cmp
-from prdist.dataflow.storage import Location, resolve
-from prdist.dataflow.unjudged import estimate_labeled
-from prdist.dataflow.cluster import dask_client, one_cluster
+from prdist.dataflow.io.storage import Location, resolve
+from prdist.dataflow.labels.unjudged import estimate_labeled
+from prdist.dataflow.engine.cluster import dask_client, one_cluster
 from prdist.importance import SamplingDistribution
 from prdist.render.markdown import comparison_markdown
 

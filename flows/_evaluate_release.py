@@ -36,11 +36,11 @@ from flows.release import current_release
 from prdist import params as P
 from prdist.redaction import redact_url
 from flows.events import announce_evaluation
-from prdist.dataflow import evaluate as ev
-from prdist.dataflow.cluster import dask_client, one_cluster
-from prdist.dataflow.storage import Location, resolve, run_locations
-from prdist.dataflow.artifacts import RunOutcome
-from prdist.dataflow.run import (
+from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.engine.cluster import dask_client, one_cluster
+from prdist.dataflow.io.storage import Location, resolve, run_locations
+from prdist.dataflow.io.artifacts import RunOutcome
+from prdist.dataflow.run.steps import (
     committed_run,
     cutoff_bounds,
     exact_precision,
@@ -92,7 +92,7 @@ def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: Lo
 
 @step(**IO_RETRIES)
 def labels_task(staged: Location, params: ev.EvaluationParams, store: Location | None, audit: np.ndarray | None = None):
-    from prdist.dataflow.run import read_items
+    from prdist.dataflow.run.steps import read_items
 
     extraction = read_items(staged)
     return extraction, ev.resolve_labels(extraction.items, oracle_column=params.oracle_column, store=store,

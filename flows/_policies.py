@@ -15,9 +15,9 @@ import os
 import sys
 import time
 
-from prdist.dataflow.run import strict_json
-from prdist.dataflow.storage import join_url
-from prdist.dataflow.storage_errors import StorageUnavailable, is_permanent
+from prdist.dataflow.run.steps import strict_json
+from prdist.dataflow.io.storage import join_url
+from prdist.dataflow.io.storage_errors import StorageUnavailable, is_permanent
 from prdist.errors import PrdistError
 from prdist.redaction import redact_url
 from prdist.render.terminal import awaiting_message, counts_message

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
 
 from flows._policies import IO_RETRIES, step, unsealed
-from prdist.dataflow.cluster import dask_client
+from prdist.dataflow.engine.cluster import dask_client
 from prdist.dataflow.synth import model_from_description, write_synthetic
 
 

@@ -42,10 +42,10 @@ import pandas as pd
 from flows._policies import in_flow_run, report_location
 from flows._runner import configured_api, may_have_api
 from prdist.dataflow.history import run_changes
-from prdist.dataflow.run import strict_json
-from prdist.dataflow.publishing import write_bytes_exclusive
-from prdist.dataflow.storage import filesystem, given_url, join_url
-from prdist.dataflow.storage_errors import AlreadyExists, exists
+from prdist.dataflow.run.steps import strict_json
+from prdist.dataflow.io.publishing import write_bytes_exclusive
+from prdist.dataflow.io.storage import filesystem, given_url, join_url
+from prdist.dataflow.io.storage_errors import AlreadyExists, exists
 from prdist.errors import PrdistError
 from prdist.redaction import redact_url
 
@@ -143,7 +143,7 @@ def announce_run(outcome, *, runs: str, storage_options=None) -> list:
     """``prdist.run.completed`` for a committed evaluation run, and ``awaiting-labels`` when it waits:
     each once per run (:func:`_emit_once`, recorded under ``runs``, the root the run is in).
 
-    ``outcome`` is a :class:`prdist.dataflow.artifacts.RunOutcome`. Returns the events sent: none
+    ``outcome`` is a :class:`prdist.dataflow.io.artifacts.RunOutcome`. Returns the events sent: none
     when an earlier attempt (the run that committed it, a rerun that found it) sent them.
     """
     if not events_enabled():

@@ -262,8 +262,8 @@ def write_current(pointer: str, resource: str, *, storage_options=None) -> dict:
         ``pointer`` or ``resource`` is not an absolute path or URL, embeds credentials, or
         ``pointer`` does not end in ``.json``.
     """
-    from prdist.dataflow.publishing import publish
-    from prdist.dataflow.storage import resolve
+    from prdist.dataflow.io.publishing import publish
+    from prdist.dataflow.io.storage import resolve
 
     resource = _check_url(resource, option="--resource", owner="write_current")
     pointer = _check_url(pointer, option="--current", owner="write_current")
@@ -291,7 +291,7 @@ def current_release(url: str, *, storage_options=None) -> str:
     """
     if not str(url).endswith(POINTER_SUFFIX):
         return url
-    from prdist.dataflow.storage import filesystem
+    from prdist.dataflow.io.storage import filesystem
 
     fs, path = filesystem(url, storage_options)
     with fs.open(path, "rb") as fh:

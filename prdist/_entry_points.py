@@ -14,7 +14,7 @@ What loads them, entry point by entry point:
   (PEP 562, ``prdist/__init__.py`` and ``prdist/dataflow/__init__.py``).
 - ``prdist --help``: the argument parser alone (``prdist/cli.py`` imports each command's
   modules in that command's function).
-- ``prdist budget``: the plan and the sampling budgets (NumPy), and ``prdist.dataflow.storage``
+- ``prdist budget``: the plan and the sampling budgets (NumPy), and ``prdist.dataflow.io.storage``
   (fsspec), which the start of every command but ``release`` imports to ask the remote stores on
   the command line (``_check_stores_answer``), even when none is named.
 - ``prdist run`` in-process (no Prefect API, no scheduler): the Parquet footers and row groups

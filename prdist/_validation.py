@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import DataError
-from .params import CONFIDENCE, check_choice, check_float, check_int
+from prdist.errors import DataError
+from prdist.params import CONFIDENCE, check_choice, check_float, check_int
 
 __all__ = ["as_label_array", "check_choice", "check_confidence", "check_float", "check_int"]
 

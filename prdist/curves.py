@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_label_array
-from .errors import DataError, ParameterError
+from prdist._validation import as_label_array
+from prdist.errors import DataError, ParameterError
 
 __all__ = [
     "EmpiricalPR",

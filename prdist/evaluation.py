@@ -4,7 +4,7 @@
 :mod:`prdist.ranking`), plans the PAULA annotations and tells which items to label
 (``to_label``); ``with_labels(mapping)`` returns a new :class:`Evaluation` holding the verdicts
 given so far, whose ``bounds``, ``cutoffs``, ``plot()`` and HTML view are computed from the core
-(:func:`prdist.paula_bounds`, :func:`prdist.derived.deepest_rank`). Nothing here reads files or
+(:func:`prdist.paula_bounds`, :func:`prdist.paula.derived.deepest_rank`). Nothing here reads files or
 starts a cluster: for resources that do not fit in memory use ``prdist run``.
 """
 
@@ -16,15 +16,16 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from . import derived, verdicts
-from ._validation import as_label_array, check_confidence
-from .bounds import PaulaBounds, paula_bounds
-from .errors import DataError, InputError, ParameterError
-from .params import EPS, WINDOW
-from .plan import PaulaPlan, plan_paula
-from .render.plotting import plot_bounds
-from .ranking import as_key_array, rank_order
-from .render.report import render_report, render_summary
+from prdist.paula import derived
+from prdist.verdicts import aggregation as verdicts
+from prdist._validation import as_label_array, check_confidence
+from prdist.paula.bounds import PaulaBounds, paula_bounds
+from prdist.errors import DataError, InputError, ParameterError
+from prdist.params import EPS, WINDOW
+from prdist.paula.plan import PaulaPlan, plan_paula
+from prdist.render.plotting import plot_bounds
+from prdist.ranking import as_key_array, rank_order
+from prdist.render.report import render_report, render_summary
 
 __all__ = ["Evaluation", "evaluate", "verdict_labels"]
 
@@ -35,8 +36,8 @@ def verdict_labels(mapping) -> pd.Series:
     """Verdicts keyed by item key, as labels: 1.0 correct, 0.0 incorrect, NaN cannot judge.
 
     The labels of the bounds (NaN: unknown), made from the verdict codes of
-    :func:`prdist.verdicts.parse_verdicts` (1, 0, -1 = cannot judge). Accepts a dict or a pandas Series whose values are the verdict words of label files, through
-    the same parser (:func:`prdist.verdicts.parse_verdicts`, case-insensitive): 1/0, True/False,
+    :func:`prdist.verdicts.aggregation.parse_verdicts` (1, 0, -1 = cannot judge). Accepts a dict or a pandas Series whose values are the verdict words of label files, through
+    the same parser (:func:`prdist.verdicts.aggregation.parse_verdicts`, case-insensitive): 1/0, True/False,
     yes/no, correct/incorrect, accept/reject, and skip/unsure/cannot judge/ignore (-1) for an item
     the annotator cannot judge, which is then never requested again. ``None``, NaN and blank text
     mean "no verdict yet" (a label file's empty cell) and are left out.

@@ -19,7 +19,7 @@ certainly higher in the reverse case ("up"). Overlapping intervals say nothing.
 
 What a release's bounds certify: the precision as its verdicts say it, or, for a run whose
 gold audit is complete (``certifies: "gold"`` in its manifest), the precision as gold says it
-(:func:`prdist.known_quality.gold_bounds`). A change is claimed only between two releases that
+(:func:`prdist.verdicts.known_quality.gold_bounds`). A change is claimed only between two releases that
 certify the same thing.
 
 The judge across releases. A release with a judge and a gold audit records the judge's
@@ -33,7 +33,7 @@ disjoint (:func:`judge_drift`): then, when all those intervals hold, the judge's
 two releases' planned items differs. The intervals treat the audited gold positives (negatives)
 as a uniform random sample of the planned items' gold positives (negatives), which the audit
 is up to its stratification by segment with equal sampling fractions
-(:func:`prdist.known_quality.plan_gold_audit`). A rate may differ because the judge changed or
+(:func:`prdist.verdicts.known_quality.plan_gold_audit`). A rate may differ because the judge changed or
 because the items did (the same judge on harder items): both are drift of the judge's quality
 on what it judges.
 
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_confidence, check_int
+from prdist._validation import check_confidence, check_int
 
 __all__ = ["JudgeRates", "certain_changes", "default_ranks", "judge_drift", "judge_rates", "release_confidence"]
 

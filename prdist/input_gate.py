@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
-from .errors import DataError, PrdistError
+from prdist.errors import DataError, PrdistError
 
 __all__ = ["refusal", "json_document", "json_lines", "expect", "gate"]
 

@@ -23,8 +23,8 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from .errors import ParameterError
-from .label_choices import AGGREGATIONS
+from prdist.errors import ParameterError
+from prdist.verdicts.choices import AGGREGATIONS
 
 __all__ = [
     "Param",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
+from prdist.errors import DataError
 
 __all__ = [
     "RankPosition",
@@ -34,7 +34,7 @@ def as_key_array(keys) -> np.ndarray:
 
     Any integer width gives the same int64 keys, so a key hashes and compares alike whatever
     column type a resource stores it in. (The label store's text form of a key is
-    :func:`prdist.dataflow.labels.normalise_keys`.)
+    :func:`prdist.dataflow.labels.store.normalise_keys`.)
 
     >>> as_key_array(np.array([3, 1], dtype=np.int16)).dtype
     dtype('int64')

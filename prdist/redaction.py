@@ -1,7 +1,7 @@
 """Redaction: what may be logged, stored or shown of storage options and URLs.
 
 One list of secret words serves every place a credential could leak: the storage layer's logs and
-errors (:mod:`prdist.dataflow.storage`), the manifest and the report (:mod:`prdist.render`) and
+errors (:mod:`prdist.dataflow.io.storage`), the manifest and the report (:mod:`prdist.render`) and
 the release event (:mod:`flows.release`). Standard library only, so any layer may import it.
 
 - :func:`redact` masks secret-named values of storage options (recursively).
@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .errors import InputError
+from prdist.errors import InputError
 
 __all__ = ["REDACTED", "SECRET_WORDS", "display_url", "embedded_credentials", "is_secret_name", "redact",
            "redact_url", "refuse_credentials", "terminal_text"]

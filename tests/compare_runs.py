@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from flows._runner import run_flow
-from prdist.dataflow.artifacts import RunOutcome
-from prdist.dataflow.storage import filesystem, join_url
+from prdist.dataflow.io.artifacts import RunOutcome
+from prdist.dataflow.io.storage import filesystem, join_url
 
 
 def compare_in_process(systems, *, out: str, params, labels: str | None = None, exhaustive: str | None = None,

@@ -4,7 +4,7 @@ The ReVerb data stay in ../shared/data beside the clone (never copied into the r
 helper writes them where a test wants them (``tmp_path`` or an ``s3://`` prefix) in the form
 ``prdist compare`` reads: one Parquet dataset (``key``, ``score``) per system, rows in file order,
 optionally cut into several files and row groups, and one Parquet label file (``key``, ``label``)
-for :func:`prdist.dataflow.label_import.import_labels`.
+for :func:`prdist.dataflow.labels.importer.import_labels`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prdist.dataflow.storage import filesystem, join_url
+from prdist.dataflow.io.storage import filesystem, join_url
 from reverb_data import load_reverb
 
 REVERB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "reverb-emnlp2011"

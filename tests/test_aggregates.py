@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdist.dataflow import labels as store_module
-from prdist.dataflow.evaluate import resolve_labels
-from prdist.dataflow.label_import import import_labels
-from prdist.dataflow.labels import lookup_labels, store_status, whole_store
+from prdist.dataflow.labels import store as store_module
+from prdist.dataflow.run.evaluate import resolve_labels
+from prdist.dataflow.labels.importer import import_labels
+from prdist.dataflow.labels.store import lookup_labels, store_status, whole_store
 
 KEYS, ANNOTATORS = 1500, 36
 

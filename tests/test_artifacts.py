@@ -7,7 +7,7 @@ import threading
 import pandas as pd
 import pytest
 
-from prdist.dataflow.artifacts import RunDirectory, run_id
+from prdist.dataflow.io.artifacts import RunDirectory, run_id
 from prdist.errors import InputError
 
 

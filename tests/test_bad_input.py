@@ -38,13 +38,13 @@ import pytest
 import flows.evaluate_release  # noqa: F401 (Prefect configures its logging on import, before the tests touch it)
 from prdist import plan_paula, population, precision_function, random_sampling_budget
 from cli_run import cli
-from prdist.dataflow.artifacts import RunDirectory
-from prdist.dataflow.evaluate import EvaluationParams
-from prdist.dataflow.annotation_task import write_annotation_file
-from prdist.dataflow.label_import import import_labels
+from prdist.dataflow.io.artifacts import RunDirectory
+from prdist.dataflow.run.evaluate import EvaluationParams
+from prdist.dataflow.labels.task import write_annotation_file
+from prdist.dataflow.labels.importer import import_labels
 from prdist.dataflow import extract_ranks, open_resource, verify_order
-from prdist.dataflow.publishing import write_bytes_exclusive
-from prdist.dataflow.storage import parse_storage_options
+from prdist.dataflow.io.publishing import write_bytes_exclusive
+from prdist.dataflow.io.storage import parse_storage_options
 from prdist.dataflow.synth import write_synthetic
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order
@@ -59,7 +59,7 @@ def cluster():
     inside tasks are reported once, by the driver)."""
     from distributed import Client, LocalCluster
 
-    from prdist.dataflow.cluster import QuietPrdistErrors
+    from prdist.dataflow.engine.cluster import QuietPrdistErrors
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
                       scheduler_kwargs={"dashboard": False}) as local, Client(local) as client:
@@ -589,7 +589,7 @@ def test_a_changed_resource_is_a_new_run(tmp_path, cluster):
 
 @pytest.mark.parametrize("change", ["same-shape", "fewer-row-groups"])
 def test_a_resource_rewritten_during_a_run_is_detected(tmp_path, cluster, monkeypatch, change):
-    import prdist.dataflow.run as run_module
+    import prdist.dataflow.run.steps as run_module
 
     url = resource_with(tmp_path)
     original = run_module.extract_ranks

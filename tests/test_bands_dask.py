@@ -1,4 +1,4 @@
-"""Tests of prdist.dataflow.bands: bootstrap replicates scattered over a real Dask cluster.
+"""Tests of prdist.dataflow.run.bands: bootstrap replicates scattered over a real Dask cluster.
 
 The claim under test is determinism: the bands are bit-for-bit the same in one process and on
 clusters of 1 and 2 worker processes, because batch boundaries and seeds do not depend on the
@@ -14,9 +14,10 @@ import pytest
 from dask_release import released
 from distributed import Client, LocalCluster, get_task_stream
 
-from prdist import bootstrap, bootstrap_batches, bootstrap_laws, population
-from prdist.bootstrap_batches import replicate_batch_sizes
-from prdist.dataflow.bands import (
+from prdist.bootstrap import replicates as bootstrap, batches as bootstrap_batches, laws as bootstrap_laws
+from prdist import population
+from prdist.bootstrap.batches import replicate_batch_sizes
+from prdist.dataflow.run.bands import (
     TASKS_PER_THREAD,
     bootstrap_band_result,
     bootstrap_bands,

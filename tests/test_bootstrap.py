@@ -1,4 +1,4 @@
-"""Tests of prdist.bootstrap: bootstrap confidence bands for the functional PR curve.
+"""Tests of prdist.bootstrap.replicates: bootstrap confidence bands for the functional PR curve.
 
 Oracles: the slow, obvious per-item bootstrap (draw the items, add the kernel noise, fit the
 empirical curve) whose law the replicate kernel must have, the smoothed cdf summed term by term
@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 from scipy import special, stats
 
 import prdist
-from prdist import bootstrap, bootstrap_batches, bootstrap_laws, population
-from prdist.bootstrap import (
+from prdist.bootstrap import replicates as bootstrap, batches as bootstrap_batches, laws as bootstrap_laws
+from prdist import population
+from prdist.bootstrap.replicates import (
     BootstrapWarning,
     bootstrap_band_result,
     bootstrap_bands,
@@ -36,8 +37,12 @@ from prdist.bootstrap import (
     recall_grid,
     weighted_quantile,
 )
-from prdist.bootstrap_batches import replicate_batch_sizes, run_replicate_batch
-from prdist.pr_asymptotics import normal_pointwise_bands, plugin_asymptotic_variance, silverman_bandwidth
+from prdist.bootstrap.batches import replicate_batch_sizes, run_replicate_batch
+from prdist.bootstrap.asymptotics import (
+    normal_pointwise_bands,
+    plugin_asymptotic_variance,
+    silverman_bandwidth,
+)
 from prdist.curves import EmpiricalPR, empirical_pr
 from prdist.errors import DataError, ParameterError
 
@@ -620,9 +625,9 @@ def test_batches_run_where_map_batches_says():
 
 
 def test_core_never_imports_the_dataflow_layer():
-    # Imports point down: prdist.bootstrap (and prdist) import neither Dask nor prdist.dataflow.
+    # Imports point down: prdist.bootstrap.replicates (and prdist) import neither Dask nor prdist.dataflow.
     code = (
-        "import sys, prdist, prdist.bootstrap; "
+        "import sys, prdist, prdist.bootstrap.replicates; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed') "
         "or m.startswith('prdist.dataflow')))"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prdist.cli import main
-from prdist.plan import plan_paula
+from prdist.paula.plan import plan_paula
 from prdist.sampling import random_sampling_budget, random_sampling_reliable_from, stratified_budget
 
 CONTRACT_KEYS = {

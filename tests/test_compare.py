@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from prdist.cli import main, parse_system
 from prdist.dataflow import compare as cmp
-from prdist.dataflow import parquet as parquet_module
-from prdist.dataflow import parquet_tasks
-from prdist.dataflow.label_import import import_labels
+from prdist.dataflow.io import parquet as parquet_module
+from prdist.dataflow.io import parquet_tasks
+from prdist.dataflow.labels.importer import import_labels
 from prdist.errors import AwaitingLabels, DataError, InputError, ParameterError
 from prdist.importance import (
     SamplingDistribution,

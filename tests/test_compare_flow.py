@@ -20,7 +20,7 @@ import pytest  # noqa: E402
 
 from prdist.cli import main  # noqa: E402
 from prdist.dataflow import compare as cmp  # noqa: E402
-from prdist.dataflow.label_import import import_labels  # noqa: E402
+from prdist.dataflow.labels.importer import import_labels  # noqa: E402
 from prdist.importance import SamplingDistribution, SystemOutput, draw_joint_sample, estimate_precision  # noqa: E402
 from compare_runs import compare_in_process  # noqa: E402
 from reverb_data import REVERB_SYSTEMS  # noqa: E402

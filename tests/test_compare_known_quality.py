@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from cli_run import cli
-from prdist.dataflow.label_import import import_labels
+from prdist.dataflow.labels.importer import import_labels
 from prdist.importance import estimate_precision
 from test_compare import core_sample, synthetic, write_systems
 

@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 from paula_sequences import arbitrary_labels, plans
 from prdist import paula_bounds, plan_paula, precision_function
-from prdist.confidence import (
+from prdist.paula.confidence import (
     _chernoff_margins,
     _coefficients,
     _log_mgf,
@@ -18,7 +18,7 @@ from prdist.confidence import (
     monotone_rate_test,
 )
 from prdist.errors import DataError, ParameterError
-from prdist.grid import GeometricGrid
+from prdist.paula.grid import GeometricGrid
 
 TOL = 1e-9
 

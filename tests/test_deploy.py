@@ -304,7 +304,7 @@ def test_shipped_automation_notifies_once_per_run_awaiting_labels(monkeypatch, t
     from prefect.server.events.schemas.automations import EventTrigger
 
     from flows.events import AWAITING_LABELS, announce_run
-    from prdist.dataflow.artifacts import RunOutcome
+    from prdist.dataflow.io.artifacts import RunOutcome
 
     automation = _shipped_automation("awaiting-labels.yaml")
     (action,) = automation.actions
@@ -733,7 +733,7 @@ def test_tls_scheduler_through_dask_configuration(tmp_path, monkeypatch):
     from distributed import Client, LocalCluster
     from distributed.security import Security
 
-    from prdist.dataflow.cluster import dask_client
+    from prdist.dataflow.engine.cluster import dask_client
 
     security = Security.temporary()
     pems = {"CA_FILE": security.tls_ca_file, "CLIENT__CERT": security.tls_client_cert, "CLIENT__KEY": security.tls_client_key}
@@ -792,7 +792,7 @@ def test_readme_prdist_commands_parse():
 def test_image_dask_config_matches_the_local_clusters():
     # deploy/dask.yaml (baked into the image) gives deployed workers the malloc thresholds
     # prdist's own local clusters get; the two must not drift apart.
-    from prdist.dataflow.cluster import WORKER_MALLOC_CONFIG
+    from prdist.dataflow.engine.cluster import WORKER_MALLOC_CONFIG
 
     config = yaml.safe_load((DEPLOY / "dask.yaml").read_text())
     environ = config["distributed"]["nanny"]["pre-spawn-environ"]

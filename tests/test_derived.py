@@ -4,7 +4,13 @@ from hypothesis import given, settings, strategies as st
 
 from paula_sequences import monotone_sequence
 from prdist import paula_bounds, plan_paula, precision_function
-from prdist.derived import average_precision_bounds, deepest_rank, pr_region, precision_yield_region, roc_region
+from prdist.paula.derived import (
+    average_precision_bounds,
+    deepest_rank,
+    pr_region,
+    precision_yield_region,
+    roc_region,
+)
 from prdist.errors import ParameterError
 
 TOL = 1e-9

@@ -84,7 +84,7 @@ def test_the_documentation_builds_strictly_covers_the_public_surface_and_writes_
     pages = list(site.rglob("*.html"))
     assert not [page for page in pages if re.search(r":(func|class|meth|mod|attr|data|exc):`", page.read_text())]
     evaluation = (site / "api" / "evaluation" / "index.html").read_text()
-    assert 'href="../bounds/#prdist.plan.plan_paula"' in evaluation
+    assert 'href="../bounds/#prdist.paula.plan.plan_paula"' in evaluation
     parameters = _text(site / "api" / "evaluation" / "index.html")
     assert "eps float PAULA's grid spacing, in (0, 1] (see prdist.plan_paula ). 0.03 window" in parameters
     assert "window int PAULA's window width Delta, >= 1 (see prdist.plan_paula ). 100 confidence" in parameters

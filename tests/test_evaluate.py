@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from prdist import paula_bounds, plan_paula
-from prdist.bootstrap import bootstrap_bands
-from prdist.dataflow import evaluate as ev
-from prdist.dataflow.run import extract_items, open_for_run, read_items
+from prdist.bootstrap.replicates import bootstrap_bands
+from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.run.steps import extract_items, open_for_run, read_items
 from prdist.errors import ParameterError
 from prdist.ranking import rank_order
 
@@ -67,7 +67,7 @@ def test_staged_extraction_is_reused(tmp_path, dask_client, truth, monkeypatch):
     ranks = np.array([1, 5, 100, 59_999])
     staging = str(tmp_path / "staged.parquet")
     extract_items(resource, ranks, client=dask_client, staging=staging)
-    import prdist.dataflow.run as run_module
+    import prdist.dataflow.run.steps as run_module
 
     def fail(*args, **kwargs):
         raise AssertionError("the staged extraction should have been reused")

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prdist.dataflow import open_resource
-from prdist.dataflow.exact import _Thresholds, exact_precision
-from prdist.dataflow.select import select_ranks
+from prdist.dataflow.ranks.exact import _Thresholds, exact_precision
+from prdist.dataflow.ranks.select import select_ranks
 from prdist.errors import DataError
 from prdist.ranking import rank_order
 from tests.test_select import shuffled, write_files

@@ -1,4 +1,4 @@
-"""Tests of prdist.dataflow.executor.start_all: tasks started now, results handed out as they end.
+"""Tests of prdist.dataflow.engine.executor.start_all: tasks started now, results handed out as they end.
 
 On a real local cluster (worker processes, TCP on loopback): every item's result arrives once,
 under its index, equal to the in-process one; a failed task raises its own error; every future
@@ -12,7 +12,7 @@ import pytest
 from dask_release import released
 from distributed import Client, LocalCluster
 
-from prdist.dataflow.executor import _on_this_machine, gathers_directly, start_all, worker_threads
+from prdist.dataflow.engine.executor import _on_this_machine, gathers_directly, start_all, worker_threads
 
 
 def _square_plus(item, offset, *, shift):

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from prdist.dataflow import executor
-from prdist.dataflow.cluster import LOCAL_CLUSTER_FROM_ITEMS, dask_client
+from prdist.dataflow.engine import executor
+from prdist.dataflow.engine.cluster import LOCAL_CLUSTER_FROM_ITEMS, dask_client
 
 
 def slow_square(item, scale=1, *, offset=0):

@@ -33,7 +33,7 @@ import pytest
 import conftest
 import seaweed
 from prdist.cli import main
-from prdist.dataflow.labels import lookup_labels
+from prdist.dataflow.labels.store import lookup_labels
 
 ARTIFACTS = ("plan.parquet", "bounds.parquet", "report.html")
 
@@ -96,7 +96,7 @@ def small_release(tmp_path_factory):
 @pytest.mark.parametrize("crash_at", ["bounds.parquet", "report.html", "manifest.json"])
 def test_a_crash_between_artifact_writes_leaves_no_run_and_the_rerun_completes_it(tmp_path, small_release, dask_client, monkeypatch, crash_at):
     import flows._evaluate_release as flow_module
-    from prdist.dataflow.artifacts import RunDirectory
+    from prdist.dataflow.io.artifacts import RunDirectory
 
     args = ["--resource", small_release, "--oracle-column", "label", "--eps", "0.1", "--window", "20",
             "--scheduler", dask_client.scheduler.address]
@@ -167,7 +167,7 @@ def _end(proc: subprocess.Popen) -> None:
 # it would commit the run: after every artifact was written, before the manifest.
 _KILL_AT_COMMIT = """
 import os, signal
-from prdist.dataflow.artifacts import RunDirectory
+from prdist.dataflow.io.artifacts import RunDirectory
 def _die(self, manifest):
     os.kill(os.getpid(), signal.SIGKILL)
 RunDirectory.commit = _die
@@ -226,9 +226,9 @@ def test_two_runs_of_one_release_at_once_commit_one_result(tmp_path, small_relea
 
 def test_racing_attempts_of_one_run_commit_once(tmp_path, small_release, dask_client, monkeypatch):
     """Two attempts of the same run reach the commit together: one commits, both report it."""
-    from prdist.dataflow import evaluate as ev
-    from prdist.dataflow import run as run_module
-    from prdist.dataflow.artifacts import RunDirectory
+    from prdist.dataflow.run import evaluate as ev
+    from prdist.dataflow.run import steps as run_module
+    from prdist.dataflow.io.artifacts import RunDirectory
 
     resource = run_module.open_for_run(small_release, oracle_column="label")
     params = ev.EvaluationParams(eps=0.1, window=20, oracle_column="label")
@@ -297,7 +297,7 @@ def process_cluster():
 
 @pytest.mark.slow
 def test_a_worker_killed_during_rank_selection_changes_nothing(tmp_path, process_cluster, monkeypatch):
-    from prdist.dataflow import run as run_module
+    from prdist.dataflow.run import steps as run_module
 
     # Unsorted: the ranks are found by select_ranks' passes over every file, one task per file.
     url = write_resource(tmp_path / "resource", n=1_200_000, files=12, seed=3, shuffled=True)
@@ -400,7 +400,7 @@ def outage_at_extraction(server: RestartableS3, monkeypatch, *, seconds: float) 
     Returns the outage's record, filled as it happens: monotonic "stopped" and "back" times,
     "restart_seconds", and the restarting "thread".
     """
-    from prdist.dataflow import run as run_module
+    from prdist.dataflow.run import steps as run_module
 
     outage = {}
     extract = run_module.extract_ranks

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from prdist.errors import ParameterError
-from prdist.grid import GeometricGrid, exact_eps
+from prdist.paula.grid import GeometricGrid, exact_eps
 
 
 def oracle_points(eps: Fraction, n: int):

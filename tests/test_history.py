@@ -13,9 +13,9 @@ from prefect_events import recorded_events
 
 from prdist import paula_bounds, plan_paula, population
 from prdist.cli import main
-from prdist.dataflow import evaluate as ev
+from prdist.dataflow.run import evaluate as ev
 from prdist.dataflow.history import HISTORY_COLUMNS, write_history
-from prdist.dataflow.run import extract_items, open_for_run, read_items, write_run
+from prdist.dataflow.run.steps import extract_items, open_for_run, read_items, write_run
 from prdist.dataflow.synth import write_synthetic
 from prdist.history import certain_changes, default_ranks, release_confidence
 
@@ -228,7 +228,7 @@ def test_runs_group_by_the_series_they_were_given(three_releases, tmp_path):
 
 
 def test_the_run_command_records_its_series(tmp_path):
-    from prdist.dataflow.run import committed_run
+    from prdist.dataflow.run.steps import committed_run
 
     resource = str(tmp_path / "releases" / "r1")
     write_synthetic(STEADY, n=5_000, out=resource, seed=4)

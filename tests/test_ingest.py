@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_run import cli
-from prdist.dataflow.ingest import INGEST_MARKER, IngestSpec, ingest
-from prdist.dataflow.parquet import open_resource
+from prdist.dataflow.ranks.ingest import INGEST_MARKER, IngestSpec, ingest
+from prdist.dataflow.io.parquet import open_resource
 from prdist.errors import DataError, InputError
 from prdist.ranking import rank_order
 

@@ -15,9 +15,9 @@ import pytest
 
 from cli_run import cli
 from prdist import population
-from prdist.dataflow import evaluate as ev
-from prdist.dataflow.label_import import import_labels
-from prdist.dataflow.labels import lookup_labels, read_store, store_status
+from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.labels.importer import import_labels
+from prdist.dataflow.labels.store import lookup_labels, read_store, store_status
 from prdist.dataflow.synth import write_synthetic
 from prdist.errors import ParameterError
 

@@ -12,7 +12,7 @@ import pytest
 
 from prdist import plan_paula
 from prdist.errors import DataError, ParameterError
-from prdist.known_quality import (
+from prdist.verdicts.known_quality import (
     gold_bounds,
     plan_gold_audit,
     ppi_mean_interval,

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_run import cli
-from prdist.dataflow.label_import import LabelFile, import_labels, read_label_file
-from prdist.dataflow.labels import lookup_labels
+from prdist.dataflow.labels.importer import LabelFile, import_labels, read_label_file
+from prdist.dataflow.labels.store import lookup_labels
 from prdist.errors import DataError, InputError
-from prdist.verdicts import VerdictWords
+from prdist.verdicts.aggregation import VerdictWords
 
 # Three annotators on four items; item 104 nobody can judge, item 103 is 1 vs 0 vs cannot judge.
 VOTES = [  # key, annotator, verdict word as the annotation config names it

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cli_run import cli
-from prdist.dataflow.labels import lookup_labels
+from prdist.dataflow.labels.store import lookup_labels
 from reverb_parquet import REVERB, write_frame
 from test_annotating import reverb_resource
 

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prdist.dataflow.annotation_task import export_annotation_task
-from prdist.dataflow.label_import import import_labels, read_label_file
-from prdist.dataflow.labels import lookup_labels, store_exists
+from prdist.dataflow.labels.task import export_annotation_task
+from prdist.dataflow.labels.importer import import_labels, read_label_file
+from prdist.dataflow.labels.store import lookup_labels, store_exists
 from prdist.errors import DataError, InputError
 
 
@@ -143,7 +143,7 @@ def test_one_verdict_vocabulary_for_the_command_line_python_and_the_store(tmp_pa
     import prdist
     from cli_run import cli
 
-    from prdist.verdicts import _WORDS
+    from prdist.verdicts.aggregation import _WORDS
 
     words = [w for ws in _WORDS.values() for w in ws] + ["Correct", "CANNOT JUDGE", "Yes", True, False, 1, 0, 1.0, -1]
     keys = [f"k{i}" for i in range(len(words))]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from prdist.cli import main
-from prdist.dataflow.label_import import read_label_file
+from prdist.dataflow.labels.importer import read_label_file
 
 N = 60
 

@@ -1,5 +1,5 @@
 """Storage resolved once: a run's resource, label store and runs root are each resolved at the edge
-(:func:`prdist.dataflow.storage.run_locations`) and passed as locations, which carry their own
+(:func:`prdist.dataflow.io.storage.run_locations`) and passed as locations, which carry their own
 credentials and never show them."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows._evaluate_release import evaluate_release
-from prdist.dataflow import storage
-from prdist.dataflow.storage import Location, given_url, join_url, resolve, run_locations
+from prdist.dataflow.io import storage
+from prdist.dataflow.io.storage import Location, given_url, join_url, resolve, run_locations
 from prdist.errors import ParameterError
 
 SMALL = dict(eps=0.2, window=10)
@@ -28,7 +28,7 @@ def _release(path, n: int = 3_000) -> str:
 
 @pytest.fixture
 def resolutions(monkeypatch):
-    """Count the filesystems :func:`prdist.dataflow.storage.resolve` builds, by URL as given."""
+    """Count the filesystems :func:`prdist.dataflow.io.storage.resolve` builds, by URL as given."""
     built = collections.Counter()
     bounded = storage._with_network_bounds
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from flows._policies import REPORT_BASE_VARIABLE, conclude, dashboard_link, run_artifacts
-from prdist.dataflow.artifacts import RunOutcome
+from prdist.dataflow.io.artifacts import RunOutcome
 
 MANIFEST = {
     "run_id": "abc123", "n": 20_000, "input": {"url": "s3://prdist/releases/r1", "bytes_read": 3 * 1024**2},

@@ -156,8 +156,8 @@ def test_the_confidence_message_takes_the_models_range(capsys, tmp_path, monkeyp
 def test_the_flows_and_dataclasses_take_the_models_defaults():
     from flows._compare_systems import compare_systems
     from flows._evaluate_release import evaluate_release
-    from prdist.dataflow.compare_params import CompareParams
-    from prdist.dataflow.evaluate import EvaluationParams
+    from prdist.dataflow.compare.params import CompareParams
+    from prdist.dataflow.run.evaluate import EvaluationParams
 
     declared = {p.name: p for p in P.DECLARED}
     for body in (evaluate_release, compare_systems):
@@ -171,7 +171,7 @@ def test_the_flows_and_dataclasses_take_the_models_defaults():
 
 
 def test_evaluation_params_of_takes_the_arguments_that_decide_the_numbers():
-    from prdist.dataflow.evaluate import EvaluationParams
+    from prdist.dataflow.run.evaluate import EvaluationParams
 
     given = dict(resource="r", out="o", method="random", eps=0.1, confidence=0.9, seed=3, scheduler=None)
     assert EvaluationParams.of(given) == EvaluationParams(method="random", eps=0.1, confidence=0.9, seed=3)
@@ -181,7 +181,7 @@ def test_evaluation_params_of_takes_the_arguments_that_decide_the_numbers():
 
 def test_a_public_function_checks_at_its_edge_through_the_declaration():
     from prdist import plan_paula
-    from prdist.bounds import paula_bounds
+    from prdist.paula.bounds import paula_bounds
 
     plan = plan_paula(1000, eps=0.1, window=10)
     with pytest.raises(ParameterError, match=r"^The 'confidence' parameter of paula_bounds must be a float in \(0, 1\)"):

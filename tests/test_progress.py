@@ -1,6 +1,6 @@
 import io
 
-from prdist.dataflow.progress import report_progress
+from prdist.dataflow.engine.progress import report_progress
 
 
 class Terminal(io.StringIO):
@@ -23,7 +23,7 @@ def test_progress_is_reported_at_a_terminal_only(dask_client, monkeypatch):
 
 
 def test_in_process_passes_report_progress_at_a_terminal_too(monkeypatch):
-    from prdist.dataflow import executor
+    from prdist.dataflow.engine import executor
 
     def _double_task(item):
         return 2 * item
@@ -42,7 +42,7 @@ def test_a_failed_in_process_pass_ends_its_progress_line(monkeypatch):
     """The error printed after a failed pass starts a line of its own, on one thread and on several."""
     import pytest
 
-    from prdist.dataflow import executor
+    from prdist.dataflow.engine import executor
 
     def _fragile_task(item):
         if item == 9:

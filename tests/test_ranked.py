@@ -1,4 +1,4 @@
-"""Tests of prdist.dataflow.ranked: a ranked copy holds the same rows in exact rank order."""
+"""Tests of prdist.dataflow.ranks.ranked: a ranked copy holds the same rows in exact rank order."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prdist.dataflow.ranked import RANKED_MARKER, write_ranked_copy
+from prdist.dataflow.ranks.ranked import RANKED_MARKER, write_ranked_copy
 from prdist.dataflow import extract_ranks, open_resource
-from prdist.dataflow.select import select_ranks
+from prdist.dataflow.ranks.select import select_ranks
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import rank_order
 

@@ -30,11 +30,11 @@ import pytest
 import flows.evaluate_release  # noqa: F401 (Prefect configures its logging on import)
 from cli_run import cli
 from prdist.cli import URL_OPTIONS, build_parser
-from prdist.dataflow.label_import import import_labels, read_label_file
-from prdist.dataflow.labels import lookup_labels
-from prdist.dataflow.parquet import open_resource
-from prdist.dataflow.publishing import write_bytes_exclusive
-from prdist.dataflow.storage import resolve
+from prdist.dataflow.labels.importer import import_labels, read_label_file
+from prdist.dataflow.labels.store import lookup_labels
+from prdist.dataflow.io.parquet import open_resource
+from prdist.dataflow.io.publishing import write_bytes_exclusive
+from prdist.dataflow.io.storage import resolve
 from prdist.errors import InputError
 from prdist.redaction import refuse_credentials
 from test_bad_input import assert_refused
@@ -270,7 +270,7 @@ def endpoint():
 @pytest.fixture
 def short_network_bounds(monkeypatch):
     """Timeouts of a second or so, so that a test of a silent endpoint takes seconds."""
-    from prdist.dataflow import storage
+    from prdist.dataflow.io import storage
 
     monkeypatch.setattr(storage, "CONNECT_TIMEOUT", 1.0)
     monkeypatch.setattr(storage, "READ_TIMEOUT", 1.0)
@@ -312,7 +312,7 @@ def test_an_http_resource_on_a_bad_endpoint_is_given_up_within_a_bound(kind, end
 @pytest.mark.parametrize("kind", ["refused", "silent"])
 @pytest.mark.parametrize("store", ["s3://bucket/store", "s3://bucket"])
 def test_an_unreachable_label_store_is_an_error_never_an_empty_store(kind, store, endpoint, short_network_bounds):
-    from prdist.dataflow.storage_errors import StorageUnavailable
+    from prdist.dataflow.io.storage_errors import StorageUnavailable
 
     bad = endpoint(kind)
     started = time.monotonic()
@@ -323,7 +323,7 @@ def test_an_unreachable_label_store_is_an_error_never_an_empty_store(kind, store
 
 
 def test_every_s3_filesystem_has_timeouts_and_bounded_retries():
-    from prdist.dataflow import storage
+    from prdist.dataflow.io import storage
 
     fs = resolve("s3://bucket/kb", storage_options={"anon": True}).fs
     config = fs._prepare_config_kwargs()
@@ -337,7 +337,7 @@ def test_every_s3_filesystem_has_timeouts_and_bounded_retries():
 
 
 def test_a_slow_store_that_answers_within_the_timeouts_works(s3_server, s3_url, endpoint, tmp_path, monkeypatch):
-    from prdist.dataflow import storage
+    from prdist.dataflow.io import storage
 
     monkeypatch.setattr(storage, "READ_TIMEOUT", 2.0)
     slow = endpoint("slow", upstream=s3_server.endpoint_url, delay=0.5)
@@ -473,7 +473,7 @@ def test_a_symlinked_label_file_is_followed_and_a_broken_one_refused(tmp_path):
 
 
 def test_an_annotation_file_that_is_a_fifo_or_a_directory_is_refused(tmp_path, fifo):
-    from prdist.dataflow.annotation_task import write_annotation_file
+    from prdist.dataflow.labels.task import write_annotation_file
 
     run = tmp_path / "run"
     run.mkdir()
@@ -648,7 +648,7 @@ def _fill(data: bytes, *, drop_apostrophes: bool) -> str:
     import csv
     import io
 
-    from prdist.dataflow.spreadsheet_csv import restore
+    from prdist.dataflow.io.spreadsheet_csv import restore
 
     rows = _cells(data)
     at = rows[0].index("label")
@@ -707,13 +707,13 @@ def test_keys_that_cannot_be_shown_or_stored_as_they_are_are_refused_up_front(ke
     assert_refused(["run", "--resource", str(root), "--out", str(tmp_path / "runs"), "--scheduler", dask_client.scheduler.address],
                    says=[says], watched=[tmp_path])
     pq.write_table(pa.table({"key": keys, "score": [0.9, 0.5, 0.1]}), tmp_path / "no-stats.parquet", write_statistics=False)
-    from prdist.dataflow.parquet_tasks import keys_of
+    from prdist.dataflow.io.parquet_tasks import keys_of
 
     with pytest.raises(InputError, match=says):
         keys_of(pq.read_table(tmp_path / "no-stats.parquet"), "key", "no-stats.parquet")
 
 
 def test_unsigned_keys_in_a_label_file_are_stored_as_they_are():
-    from prdist.dataflow.labels import normalise_keys
+    from prdist.dataflow.labels.store import normalise_keys
 
     assert normalise_keys(np.array([2**64 - 1000], dtype=np.uint64)).tolist() == ["18446744073709550616"]

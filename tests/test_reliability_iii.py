@@ -481,11 +481,11 @@ def test_a_killed_ingests_staging_directory_is_removed_by_the_next_and_a_live_on
     import os
 
     from cli_run import cli
-    from prdist.dataflow.publishing import STALE_SECONDS, staging_path
+    from prdist.dataflow.io.publishing import STALE_SECONDS, staging_path
 
     (tmp_path / "kb.csv").write_text("id,conf\n" + "".join(f"i{i},{i / 100}\n" for i in range(100)))
     # A real process that dies: its staging directories are what a killed ingest leaves.
-    child = subprocess.Popen([sys.executable, "-c", "import os, sys\nfrom prdist.dataflow.publishing import staging_path\n"
+    child = subprocess.Popen([sys.executable, "-c", "import os, sys\nfrom prdist.dataflow.io.publishing import staging_path\n"
                               f"for kind in ('staging', 'ingest'): print(staging_path({str(tmp_path / 'kb')!r}, kind))\n"],
                              stdout=subprocess.PIPE, text=True)
     dead = child.communicate(timeout=60)[0].split()
@@ -684,7 +684,7 @@ def _ingest_input(directory: Path, contents: dict, fmt: str, shape: str = "") ->
 
 
 def test_the_table_of_hostile_ingest_shapes_covers_every_format():
-    from prdist.dataflow.ingest import FORMATS
+    from prdist.dataflow.ranks.ingest import FORMATS
 
     formats = {fmt.partition(".")[0] for _, fmt in HOSTILE_CASES} | {fmt.partition(".")[2] for _, fmt in HOSTILE_CASES}
     assert set(FORMATS) | set(WRAPPERS) <= formats
@@ -723,7 +723,7 @@ def test_keys_that_are_numbers_in_one_file_and_text_in_another_are_refused_namin
     for memory_limit in ("in memory", "dask"):
         argv = ["ingest", str(tmp_path / "a.jsonl"), str(tmp_path / "b.csv"), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id"]
         if memory_limit == "dask":
-            from prdist.dataflow.ingest import IngestSpec, ingest
+            from prdist.dataflow.ranks.ingest import IngestSpec, ingest
             from prdist.errors import DataError
 
             with pytest.raises(DataError, match="the key: text here but numbers in .*a.jsonl; give every file the same kinds"):
@@ -751,7 +751,7 @@ def test_events_name_the_run_the_resource_and_the_task_alike_by_absolute_paths(w
 
     from cli_run import cli
     from flows.events import announce_run
-    from prdist.dataflow.artifacts import RunDirectory, committed_outcome
+    from prdist.dataflow.io.artifacts import RunDirectory, committed_outcome
     from prefect_events import recorded_events
 
     shutil.copytree(workspace / "res", tmp_path / "res")
@@ -783,7 +783,7 @@ def test_a_release_pointer_is_not_written_when_there_is_no_api_to_announce_to(wo
 def test_the_dask_path_casts_numbers_to_the_first_files_type_or_refuses_a_fraction(tmp_path):
     import pyarrow.parquet as pq
 
-    from prdist.dataflow.ingest import IngestSpec, ingest
+    from prdist.dataflow.ranks.ingest import IngestSpec, ingest
     from prdist.errors import DataError
 
     (tmp_path / "whole.jsonl").write_text(_jsonl('{"id": "a", "conf": 0.9, "x": 1}'))

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from prdist import paula_bounds, plan_paula, precision_function
-from prdist.bounds import within_gamma
-from prdist.derived import average_precision_bounds, deepest_rank
+from prdist.paula.bounds import within_gamma
+from prdist.paula.derived import average_precision_bounds, deepest_rank
 from prdist.render import (
     awaiting_message,
     comparison_markdown,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from prdist import paula_bounds, plan_paula, precision_function
-from prdist.derived import average_precision_bounds, deepest_rank
+from prdist.paula.derived import average_precision_bounds, deepest_rank
 from prdist.errors import DataError, ParameterError
 from prdist.render import render_report
 

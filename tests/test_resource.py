@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from prdist.dataflow import extract_ranks, open_resource, verify_order
 from prdist.ranking import descending_ordinal, rank_sort, sorted_block_order
-from prdist.dataflow.extract import sorted_extraction
-from prdist.dataflow.select import select_ranks
-from prdist.dataflow.publishing import write_parquet
+from prdist.dataflow.ranks.extract import sorted_extraction
+from prdist.dataflow.ranks.select import select_ranks
+from prdist.dataflow.io.publishing import write_parquet
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.ranking import key_hash, rank_order
 
@@ -299,7 +299,7 @@ def test_duplicate_keys_and_bad_labels_in_the_rows_read_are_errors(tmp_path):
 
 def test_unsorted_input_is_refused_with_the_alternative(tmp_path):
     root = write_files(tmp_path / "r", {"key": [1, 2, 3, 4], "score": [0.1, 0.2, 0.3, 0.4]}, row_group_size=2)
-    with pytest.raises(DataError, match="not: part.0.parquet row group 1 reaches score 0.4.*Use prdist.dataflow.select.select_ranks"):
+    with pytest.raises(DataError, match="not: part.0.parquet row group 1 reaches score 0.4.*Use prdist.dataflow.ranks.select.select_ranks"):
         extract_ranks(open_resource(root), [1])
 
 

@@ -135,7 +135,7 @@ def test_a_store_with_other_annotators_is_another_run(tmp_path, resource):
 
 def _summary_of(tmp_path, diagnostics: dict) -> str:
     """The terminal summary of a small run directory whose manifest carries ``diagnostics``."""
-    from prdist.dataflow.summary import run_summary
+    from prdist.dataflow.run.summary import run_summary
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

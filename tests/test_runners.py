@@ -90,7 +90,7 @@ def test_a_cluster_and_in_process_computing_write_the_same_run_directory(tmp_pat
 
 
 def test_one_thread_and_several_write_the_same_run_directory(tmp_path, monkeypatch):
-    from prdist.dataflow import executor
+    from prdist.dataflow.engine import executor
     from test_select import shuffled, write_files
 
     # Unsorted, tied scores, five files: five partitions per pass, a selection of several passes
@@ -183,7 +183,7 @@ def test_an_unreachable_api_is_one_line_naming_the_variable(tmp_path, release):
 
 def test_a_step_outside_a_flow_run_is_its_function_under_the_same_retry_policy():
     from flows._policies import IN_MEMORY, step
-    from prdist.dataflow.storage_errors import StorageUnavailable
+    from prdist.dataflow.io.storage_errors import StorageUnavailable
     from prdist.errors import DataError
 
     calls = []

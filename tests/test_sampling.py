@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from prdist.errors import DataError, ParameterError
-from prdist.grid import GeometricGrid
-from prdist.plan import plan_paula
+from prdist.paula.grid import GeometricGrid
+from prdist.paula.plan import plan_paula
 from prdist.sampling import (
     RandomPlan,
     StratifiedEstimate,

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 import flows.evaluate_release  # noqa: F401 (Prefect configures logging on import: before handlers are added)
 from cli_run import cli
-from prdist.dataflow.artifacts import RunDirectory, run_id
+from prdist.dataflow.io.artifacts import RunDirectory, run_id
 from prdist.cli import parse_system
 from prdist.errors import InputError, ParameterError
 

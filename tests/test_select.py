@@ -14,10 +14,18 @@ from hypothesis import strategies as st
 
 from prdist.dataflow import open_resource
 from prdist.ranking import descending_ordinal
-from prdist.dataflow.select import DEFAULT_MAX_CANDIDATES, _linear_bins, _linear_edges, _linear_slots, check_unique_keys, select_ranks, selection
-from prdist.dataflow.publishing import write_parquet
+from prdist.dataflow.ranks.select import (
+    DEFAULT_MAX_CANDIDATES,
+    _linear_bins,
+    _linear_edges,
+    _linear_slots,
+    check_unique_keys,
+    select_ranks,
+    selection,
+)
+from prdist.dataflow.io.publishing import write_parquet
 from prdist.errors import DataError, ParameterError
-from prdist.plan import plan_paula
+from prdist.paula.plan import plan_paula
 from prdist.ranking import rank_order
 
 
@@ -176,7 +184,7 @@ def test_non_finite_scores_duplicate_keys_and_bad_labels_are_data_errors(tmp_pat
 
 
 def test_data_changing_between_passes_is_detected(tmp_path, monkeypatch):
-    from prdist.dataflow import select
+    from prdist.dataflow.ranks import select
 
     keys, scores, _ = shuffled(4000, 9)
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=2, row_group_size=500)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings, strategies as st
 
-from prdist.dataflow.spreadsheet_csv import neutralise, read_csv, restore, to_csv
+from prdist.dataflow.io.spreadsheet_csv import neutralise, read_csv, restore, to_csv
 
 # Texts near the escape: the trigger characters, apostrophes before them, CSV's own specials.
 texts = st.text(alphabet="=+-@\t\r'ab,\"\n é1", max_size=5)

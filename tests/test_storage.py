@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 import s3fs
 
-from prdist.dataflow import storage
-from prdist.dataflow.publishing import write_bytes_exclusive, write_parquet
-from prdist.dataflow.storage import join_url, parse_storage_options, redact, redact_url, resolve
-from prdist.dataflow.storage_errors import AlreadyExists, storage_errors
+from prdist.dataflow.io import storage
+from prdist.dataflow.io.publishing import write_bytes_exclusive, write_parquet
+from prdist.dataflow.io.storage import join_url, parse_storage_options, redact, redact_url, resolve
+from prdist.dataflow.io.storage_errors import AlreadyExists, storage_errors
 from prdist.errors import InputError, ParameterError
 
 

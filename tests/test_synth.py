@@ -134,7 +134,7 @@ def test_sorted_file_order_is_the_rank_order(tmp_path, name):
 
 
 def test_the_resource_reader_finds_the_rows_at_their_ranks(tmp_path):
-    # prdist.dataflow.parquet takes the files in natural order, skips the marker, checks the
+    # prdist.dataflow.io.parquet takes the files in natural order, skips the marker, checks the
     # order from row-group statistics and resolves tie groups by key hash: on a sorted synthetic
     # resource every rank must land on the row at that position, ties across files included.
     n = 6_000

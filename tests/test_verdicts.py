@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from prdist.errors import InputError
-from prdist.verdicts import CANNOT_JUDGE, aggregate, agreement, dawid_skene_posterior, parse_verdicts
+from prdist.verdicts.aggregation import (
+    CANNOT_JUDGE,
+    aggregate,
+    agreement,
+    dawid_skene_posterior,
+    parse_verdicts,
+)
 
 
 def records(rows):

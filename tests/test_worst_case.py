@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdist.bootstrap import BootstrapWarning, bootstrap_bands
-from prdist.dataflow import evaluate as ev
-from prdist.dataflow.compare_estimation import LabeledSample
-from prdist.dataflow.compare_params import CompareParams, open_systems
-from prdist.dataflow.compare_sampling import DrawnSample, system_weights
-from prdist.dataflow.unjudged import estimate_labeled, limits_over_assignments
+from prdist.bootstrap.replicates import BootstrapWarning, bootstrap_bands
+from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.compare.estimation import LabeledSample
+from prdist.dataflow.compare.params import CompareParams, open_systems
+from prdist.dataflow.compare.sampling import DrawnSample, system_weights
+from prdist.dataflow.labels.unjudged import estimate_labeled, limits_over_assignments
 from prdist.importance import SamplingDistribution, SystemOutput, draw_joint_sample, estimate_precision
 from reverb_parquet import write_frame
 

@@ -41,7 +41,7 @@ def _check_stores_answer(args) -> None:
     """
     if args.command == "release":  # nothing is read or written: the event carries URLs only
         return
-    from prdist.dataflow.storage import check_reachable
+    from prdist.dataflow.io.storage import check_reachable
 
     options = _json_object_option(getattr(args, "storage_options", None), option="--storage-options")
     for url in dict.fromkeys(url for option, url in _url_options(args) if option != "--api-url" and "://" in url):
@@ -49,7 +49,7 @@ def _check_stores_answer(args) -> None:
 
 
 #: Every option that writes, by command: (argparse dest, how the user writes it). Each is checked
-#: by :func:`prdist.dataflow.output_place.check_output_place` before anything runs, so no output lands
+#: by :func:`prdist.dataflow.io.output_place.check_output_place` before anything runs, so no output lands
 #: on an input, a label store, a resource or a committed run; tests/test_reliability_iii.py keeps
 #: this table complete.
 OUTPUT_OPTIONS = {
@@ -66,7 +66,7 @@ def _check_outputs(args) -> None:
     command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
     if command not in OUTPUT_OPTIONS:
         return
-    from prdist.dataflow.output_place import check_output_place
+    from prdist.dataflow.io.output_place import check_output_place
 
     dest, option = OUTPUT_OPTIONS[command]
     if command == "history" and args.out is None:

@@ -34,7 +34,7 @@ def _cmd_budget(args) -> int:
     import math
 
     from prdist._validation import check_int
-    from prdist.plan import plan_paula
+    from prdist.paula.plan import plan_paula
     from prdist.sampling import random_sampling_budget, random_sampling_reliable_from, stratified_budget
 
     # Checked under the option names, so that a message names what the user typed.

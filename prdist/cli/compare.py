@@ -86,7 +86,7 @@ def parse_system(text: str) -> tuple[str, str]:
         raise InputError(
             f"--system {text!r} is not NAME=URL. Write it like 'reverb=s3://bucket/systems/reverb'."
         )
-    from prdist.dataflow.compare_params import check_system_name
+    from prdist.dataflow.compare.params import check_system_name
 
     check_system_name(name)
     return name, url
@@ -94,7 +94,7 @@ def parse_system(text: str) -> tuple[str, str]:
 
 def _cmd_compare(args) -> int:
     from prdist._validation import check_int
-    from prdist.dataflow.storage import filesystem, join_url
+    from prdist.dataflow.io.storage import filesystem, join_url
 
     # Everything checkable without reading data is checked here, under the option names.
     owner = "prdist compare"

@@ -36,7 +36,7 @@ def _add_ingest(sub) -> None:
 
 
 def _cmd_ingest(args) -> int:
-    from prdist.dataflow.ingest import IngestSpec, ingest
+    from prdist.dataflow.ranks.ingest import IngestSpec, ingest
 
     options = _storage_options(args)
     columns = None if args.columns is None else tuple(c.strip() for c in args.columns.split(","))
@@ -44,7 +44,7 @@ def _cmd_ingest(args) -> int:
     if args.scheduler is None:  # small inputs are sorted in memory; large ones on Dask's local scheduler
         result = ingest(args.sources, args.out, spec, storage_options=options)
     else:
-        from prdist.dataflow.cluster import dask_client
+        from prdist.dataflow.engine.cluster import dask_client
 
         with dask_client(args.scheduler) as client:
             result = ingest(args.sources, args.out, spec, storage_options=options, client=client)

@@ -18,7 +18,7 @@ from prdist.cli._common import (
 
 
 def _add_labels(sub) -> None:
-    from prdist.label_choices import LABEL_FORMATS as FORMATS, ROLES
+    from prdist.verdicts.choices import LABEL_FORMATS as FORMATS, ROLES
 
     parser = sub.add_parser(
         "labels",
@@ -120,10 +120,10 @@ def _add_labels_fill(actions) -> None:
 
 
 def _cmd_labels_import(args) -> int:
-    from prdist.dataflow.label_formats import Layout
-    from prdist.dataflow.label_import import import_labels, read_annotator_map
+    from prdist.dataflow.labels.formats import Layout
+    from prdist.dataflow.labels.importer import import_labels, read_annotator_map
     from prdist.redaction import terminal_text
-    from prdist.verdicts import VerdictWords
+    from prdist.verdicts.aggregation import VerdictWords
 
     options = _storage_options(args)
     words = VerdictWords(positive=tuple(args.positive), negative=tuple(args.negative), skip=tuple(args.skip))
@@ -150,7 +150,7 @@ def _cmd_labels_import(args) -> int:
 
 
 def _cmd_labels_export(args) -> int:
-    from prdist.dataflow.annotation_task import newest_run, write_annotation_file
+    from prdist.dataflow.labels.task import newest_run, write_annotation_file
 
     options = _storage_options(args)
     if args.join_columns is not None and args.join is None:
@@ -167,8 +167,8 @@ def _cmd_labels_export(args) -> int:
 
 
 def _text_table(url: str, names: str | None, option: str, storage_options):
-    """A --join or --from file as text columns (:func:`prdist.dataflow.annotation_task.read_text_table`)."""
-    from prdist.dataflow.annotation_task import read_text_table
+    """A --join or --from file as text columns (:func:`prdist.dataflow.labels.task.read_text_table`)."""
+    from prdist.dataflow.labels.task import read_text_table
 
     columns = None if names is None else tuple(c.strip() for c in names.split(","))
     if columns is not None and (not all(columns) or len(set(columns)) < len(columns)):
@@ -177,7 +177,7 @@ def _text_table(url: str, names: str | None, option: str, storage_options):
 
 
 def _cmd_labels_fill(args) -> int:
-    from prdist.dataflow.annotation_task import fill_task
+    from prdist.dataflow.labels.task import fill_task
 
     options = _storage_options(args)
     if args.source_columns is not None and args.source is None:
@@ -194,7 +194,7 @@ def _cmd_labels_fill(args) -> int:
 
 
 def _cmd_labels_status(args) -> int:
-    from prdist.dataflow.labels import store_status
+    from prdist.dataflow.labels.store import store_status
 
     options = _storage_options(args)
     _require_store(args.store, "--store", options)

@@ -109,7 +109,7 @@ def _cmd_run(args) -> int:
     if outcome is None:
         outcome = _run_flow("evaluate_release", "evaluate_release", parameters, storage_options, args,
                             committed=lambda: _committed_run(parameters, storage_options))
-    from prdist.dataflow.summary import run_summary
+    from prdist.dataflow.run.summary import run_summary
 
     print(_shown(run_summary(outcome.url, storage_options=storage_options)))
     _note_exhaustive_plan(outcome.url, args, storage_options)
@@ -139,9 +139,9 @@ def _committed_run(parameters: dict, storage_options):
     """
     from flows._runner import FlowOutcome
 
-    from prdist.dataflow.evaluate import EvaluationParams
-    from prdist.dataflow.run import committed_run, open_for_run
-    from prdist.dataflow.storage import run_locations
+    from prdist.dataflow.run.evaluate import EvaluationParams
+    from prdist.dataflow.run.steps import committed_run, open_for_run
+    from prdist.dataflow.io.storage import run_locations
     from prdist.render.terminal import awaiting_message
 
     p = parameters
@@ -158,8 +158,8 @@ def _note_exhaustive_plan(url: str, args, storage_options) -> None:
     """One stderr line when the PAULA plan labeled every item, with what coarser options save."""
     if args.method != "paula" or args.r_tilde is not None:
         return
-    from prdist.dataflow.storage import filesystem, join_url
-    from prdist.plan import exhaustive_plan_note
+    from prdist.dataflow.io.storage import filesystem, join_url
+    from prdist.paula.plan import exhaustive_plan_note
 
     fs, path = filesystem(join_url(url, "manifest.json"), storage_options)
     with fs.open(path, "rb") as fh:
@@ -177,8 +177,8 @@ def _demo_resource(args, storage_options) -> str:
     """The demo's synthetic resource: binormal scores, 30 % positives, sorted, with a column
     ``judge`` that is right with probability 0.9 (reused if present)."""
     from prdist import population
-    from prdist.dataflow.storage import filesystem, join_url
-    from prdist.dataflow.storage_errors import exists
+    from prdist.dataflow.io.storage import filesystem, join_url
+    from prdist.dataflow.io.storage_errors import exists
     from prdist.dataflow.synth import read_synth_metadata
 
     url = join_url(args.out, f"demo-resource-binormal-{args.demo_n}-seed{args.seed}-judge{DEMO_JUDGE_ACCURACY}")

@@ -77,7 +77,7 @@ def _cmd_synth(args) -> int:
 
     from prdist import population
     from prdist._validation import check_int
-    from prdist.dataflow.cluster import dask_client
+    from prdist.dataflow.engine.cluster import dask_client
     from prdist.dataflow.synth import write_synthetic
 
     owner = "prdist synth"

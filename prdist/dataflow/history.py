@@ -3,7 +3,7 @@
 Reads only what is cheap on any store: every ``<runs>/<run_id>/manifest.json`` and, for the runs
 kept, their ``plan.parquet`` (the planned ranks and their labels, some thousands of rows). Each
 release's bounds are recomputed from those labels at the confidence its place in the series gets
-(:func:`prdist.history.release_confidence`), with the same :func:`~prdist.dataflow.evaluate.estimate`
+(:func:`prdist.history.release_confidence`), with the same :func:`~prdist.dataflow.run.evaluate.estimate`
 the run used, so a run's history row and its own bounds come from one function. Runs in this
 process; no cluster, no Prefect.
 
@@ -18,7 +18,7 @@ taking the next free place, so no two releases ever share an error budget.
 
 A release whose run certifies gold (a complete gold audit) is bounded again from the gold
 verdicts and the judge's or the verdicts' values that ``plan.parquet`` keeps, by the same
-:func:`~prdist.known_quality.gold_bounds`; ``history.parquet`` says per row what the bounds
+:func:`~prdist.verdicts.known_quality.gold_bounds`; ``history.parquet`` says per row what the bounds
 certify, and no change is claimed between releases that certify different things. The judge's
 agreement with gold per release, and where it drifts (:func:`prdist.history.judge_drift`), is
 ``judge_quality.parquet``, written for series with such releases (:data:`JUDGE_COLUMNS`).
@@ -37,15 +37,22 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import DataError, InputError, ParameterError
-from ..history import JudgeRates, certain_changes, default_ranks, judge_drift, judge_rates, release_confidence
-from ..input_gate import expect, json_document, refusal
+from prdist.errors import DataError, InputError, ParameterError
+from prdist.history import (
+    JudgeRates,
+    certain_changes,
+    default_ranks,
+    judge_drift,
+    judge_rates,
+    release_confidence,
+)
+from prdist.input_gate import expect, json_document, refusal
 from prdist.render.history import render_history
-from . import evaluate as ev
-from .artifacts import MANIFEST
-from .publishing import publish, write_parquet
-from .storage import filesystem, join_url, modified_time, resolve
-from .storage_errors import info_or_none
+from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.io.artifacts import MANIFEST
+from prdist.dataflow.io.publishing import publish, write_parquet
+from prdist.dataflow.io.storage import filesystem, join_url, modified_time, resolve
+from prdist.dataflow.io.storage_errors import info_or_none
 
 __all__ = ["HISTORY_COLUMNS", "JUDGE_COLUMNS", "DamagedRunWarning", "judge_table", "RunRecord", "default_series", "history_table", "newest_changes",
            "placed_releases", "read_judge_quality", "read_runs", "default_out", "readable_run", "release_name", "release_place", "series_of", "write_history"]

@@ -63,16 +63,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import population
-from .._validation import check_choice, check_float, check_int
-from ..errors import DataError, ParameterError
-from ..params import SEED
-from ..ranking import key_hash
+from prdist import population
+from prdist._validation import check_choice, check_float, check_int
+from prdist.errors import DataError, ParameterError
+from prdist.params import SEED
+from prdist.ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
-from .executor import run_all
-from .publishing import dataset_publication, publish
-from .storage import Location, resolve
-from .storage_errors import storage_errors
+from prdist.dataflow.engine.executor import run_all
+from prdist.dataflow.io.publishing import dataset_publication, publish
+from prdist.dataflow.io.storage import Location, resolve
+from prdist.dataflow.io.storage_errors import storage_errors
 
 __all__ = [
     "BLOCK_ROWS",
@@ -442,7 +442,7 @@ def write_synthetic(
     client : distributed.Client, optional
         Run the partition tasks on this cluster; its workers write the files, so ``out`` must be
         storage they all reach (an object store, or a local path on a local cluster). Default:
-        in-process, one partition after the other (:mod:`prdist.dataflow.executor`).
+        in-process, one partition after the other (:mod:`prdist.dataflow.engine.executor`).
     row_group_size : int, default=2**17
         Rows per Parquet row group, >= 1.
     key_offset : int, default=0

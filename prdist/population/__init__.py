@@ -34,7 +34,7 @@ curves), ``families`` (the constructors), ``reference`` (the P4-P6 curves) and `
 # In the order of the reference page (docs/api/population.md renders them in import order).
 from prdist.population.models import ScoreModel, ContinuousScoreModel, DiscreteScoreModel  # isort: skip
 from prdist.population.families import binormal, bilognormal, bibeta, uniform, discrete, bumped  # isort: skip
-from prdist.population.reference import (  # isort: skip
+from prdist.population.reference import (
     chance,
     perfect_separation,
     reverse_separation,

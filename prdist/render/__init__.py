@@ -11,7 +11,7 @@
 
 Core layer: pure NumPy and pandas, no I/O. Callers read the run directory and hand the manifest
 and tables in; verdicts on the numbers (the gamma check of Lemma 4) are the core's
-(:func:`prdist.bounds.within_gamma`), never made again here.
+(:func:`prdist.paula.bounds.within_gamma`), never made again here.
 """
 
 from prdist.render.history import render_history

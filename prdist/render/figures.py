@@ -8,9 +8,20 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from prdist.derived import pr_region
+from prdist.paula.derived import pr_region
 from prdist.render.markup import as_mapping, esc, figure, is_number, number, thousands
-from prdist.render.svg import BLUE, BLUE_FILL, GREY_FILL, ORANGE, ORANGE_DARK, ORANGE_FILL, RED, Plot, log_subsample, value_range
+from prdist.render.svg import (
+    BLUE,
+    BLUE_FILL,
+    GREY_FILL,
+    ORANGE,
+    ORANGE_DARK,
+    ORANGE_FILL,
+    RED,
+    Plot,
+    log_subsample,
+    value_range,
+)
 from prdist.render.tables import BANDS_COLUMNS, BoundsView
 
 __all__ = ["section_bands", "section_bands_missing", "section_pr", "section_precision"]
@@ -92,7 +103,7 @@ def section_precision(view: BoundsView, exact, prefix_end: int, diagnostics: Map
 
 
 def section_pr(view: BoundsView, exact, prefix_end: int) -> str:
-    """The region that holds the PR curve, from the yield bounds (:func:`prdist.derived.pr_region`)."""
+    """The region that holds the PR curve, from the yield bounds (:func:`prdist.paula.derived.pr_region`)."""
     r = view.ranks[_plot_indices(view.ranks, prefix_end)]
     region = pr_region(view, r)
     rl, ru = region["recall_lower"].to_numpy(), region["recall_upper"].to_numpy()

@@ -10,7 +10,7 @@ __all__ = ["comparison_markdown", "evaluation_markdown"]
 def evaluation_markdown(outcome) -> str:
     """The evaluation flow run's artifact: what a reader of the flow run wants at a glance.
 
-    ``outcome`` is the run's :class:`prdist.dataflow.artifacts.RunOutcome` (url, manifest, missing, task).
+    ``outcome`` is the run's :class:`prdist.dataflow.io.artifacts.RunOutcome` (url, manifest, missing, task).
     """
     m = outcome.manifest
     c = m["counts"]

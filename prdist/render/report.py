@@ -14,7 +14,7 @@ presigned signatures live), and the free-form sections (diagnostics, versions, t
 scalar values whose key does not look like a secret.
 
 The PR region is computed from the yield columns of the bounds table, with
-:func:`prdist.derived.pr_region` (recall >= y_lo(r)/y_hi(n), recall <= min(1, y_hi(r)/y_lo(n))),
+:func:`prdist.paula.derived.pr_region` (recall >= y_lo(r)/y_hi(n), recall <= min(1, y_hi(r)/y_lo(n))),
 so the report shows the same numbers as the core; a ``pr_region`` entry of the manifest is not
 used.
 """

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from prdist.bounds import within_gamma
+from prdist.paula.bounds import within_gamma
 from prdist.redaction import is_secret_name
 from prdist.render.markup import as_mapping, esc, html_table, is_number, number, plain, thousands
 from prdist.render.tables import finite_column

@@ -2,7 +2,7 @@
 
 Each table is checked for its contract columns and for finite, in-range values where it enters a
 page (:func:`frame_checked`, :func:`finite_column`); the bounds table becomes a :class:`BoundsView`,
-the interface :mod:`prdist.derived` expects.
+the interface :mod:`prdist.paula.derived` expects.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def rank_column(frame: pd.DataFrame, name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BoundsView:
-    """The bounds table as arrays, with the interface :mod:`prdist.derived` expects."""
+    """The bounds table as arrays, with the interface :mod:`prdist.paula.derived` expects."""
 
     ranks: np.ndarray
     precision_lower: np.ndarray

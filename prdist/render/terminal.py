@@ -2,7 +2,7 @@
 
 Plain text, from a run's manifest and tables: :func:`run_summary_text` for ``prdist run``,
 :func:`compare_text` for ``prdist compare``, and the one-line messages of a flow run's log. The
-reading of the run directory is the caller's (:mod:`prdist.dataflow.summary`).
+reading of the run directory is the caller's (:mod:`prdist.dataflow.run.summary`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from prdist.bounds import within_gamma
+from prdist.paula.bounds import within_gamma
 from prdist.redaction import terminal_text
 
 __all__ = ["assumptions_doubt", "awaiting_message", "certifies_line", "compare_text", "counts_message", "history_text", "judge_lines",
@@ -147,7 +147,7 @@ def awaiting_message(outcome, waiting_for: str) -> str:
 def counts_message(outcome) -> str:
     """One line for the flow run's log: items, bytes read, planned labels known and awaited, the run.
 
-    ``outcome`` is a run's outcome (a :class:`prdist.dataflow.artifacts.RunOutcome`: its manifest
+    ``outcome`` is a run's outcome (a :class:`prdist.dataflow.io.artifacts.RunOutcome`: its manifest
     and whether it was found committed).
 
     Examples

@@ -19,12 +19,12 @@ per idea, behind these names: ``random`` (uniform plans and estimates), ``strati
 
 # In the order of the paper, which the reference page keeps (it renders them in import order).
 from prdist.sampling.random import RandomPlan, RandomEstimate, plan_random, estimate_random  # isort: skip
-from prdist.sampling.budgets import (  # isort: skip
+from prdist.sampling.budgets import (
     point_estimate_budget,
     random_sampling_reliable_from,
     random_sampling_budget,
 )
-from prdist.sampling.stratified import (  # isort: skip
+from prdist.sampling.stratified import (
     StratifiedPlan,
     plan_stratified,
     StratifiedEstimate,

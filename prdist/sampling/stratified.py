@@ -10,8 +10,8 @@ import numpy as np
 from prdist._validation import check_float, check_int
 from prdist.errors import ParameterError
 from prdist.params import R_TILDE, WINDOW
-from prdist.grid import GridParameters, exact_eps
-from prdist.plan import plan_paula
+from prdist.paula.grid import GridParameters, exact_eps
+from prdist.paula.plan import plan_paula
 from prdist.sampling.checks import (
     _check_delta,
     _check_plan_labels,
@@ -110,7 +110,7 @@ class StratifiedPlan(GridParameters):
 
     Attributes
     ----------
-    n, eps, window, r_tilde, l, L, g_l, m, gamma : as in :func:`prdist.plan.plan_paula`.
+    n, eps, window, r_tilde, l, L, g_l, m, gamma : as in :func:`prdist.paula.plan.plan_paula`.
     beta : float
         Per-grid-point approximation factor of q(g_k).
     factor : float
@@ -176,7 +176,7 @@ def plan_stratified(
 ) -> StratifiedPlan:
     """Plan the labels of logarithmic stratified sampling (the paper's Algorithm 1).
 
-    The grid is PAULA's (:func:`prdist.plan.plan_paula`): l = ceil(log_{1+eps} r_tilde) and
+    The grid is PAULA's (:func:`prdist.paula.plan.plan_paula`): l = ceil(log_{1+eps} r_tilde) and
     L = floor(log_{1+eps} n), with every g_k exact. (Algorithm 1 prints L = ceil(log n); the
     floor keeps g_L <= n, as in Section 4.2.) Then, with
     s = ceil(ln((L - l) / (delta/2)) / (2 (beta - 1)^2 p_min^2)):

@@ -1,0 +1,155 @@
+"""Reading rows of a ranked resource: what runs many times, inside tasks.
+
+The other half of :mod:`prdist.dataflow.io.parquet`'s split (as dask's ``dataframe/io/parquet``
+Engine splits ``read_metadata`` from ``read_partition``): :mod:`~prdist.dataflow.io.parquet` reads
+the metadata first, once, in the user's session (every footer, the schema, the row-group
+statistics, the fingerprint: a :class:`~prdist.dataflow.io.parquet.Resource`) and cuts it into
+:class:`~prdist.dataflow.io.parquet.Partition` s; the functions here run inside the tasks of
+:mod:`prdist.dataflow.engine.executor`, given a partition (consecutive row groups of one file, with the
+footer read at opening) and never the resource: open the file with that footer
+(:func:`~prdist.dataflow.io.parquet.open_parquet`), read row groups (:func:`row_groups_of`,
+:func:`read_group`, :func:`read_row_groups`) and turn columns into checked arrays
+(:func:`scores_of`, :func:`keys_of`, :func:`check_unique`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from prdist.errors import DataError
+from prdist.dataflow.io.parquet import (
+    _INT64_MAX,
+    Partition,
+    _empty_key_error,
+    _uint64_key_error,
+    corrupt_file_error,
+    open_parquet,
+    store_failed,
+)
+
+__all__ = ["RowGroupReader", "check_unique", "keys_of", "read_group", "read_row_groups", "row_groups_of", "scores_of"]
+
+
+def read_group(parquet, index: int, columns: Sequence[str], *, display: str) -> pa.Table:
+    """Read the ``columns`` of row group ``index`` of an open Parquet file."""
+    if index >= parquet.metadata.num_row_groups:
+        raise DataError(
+            f"{display} changed after the resource was opened: it has {parquet.metadata.num_row_groups} "
+            f"row groups now, no row group {index}. Open the resource again on data that stays put."
+        )
+    try:
+        # No Arrow threads per read: prdist runs reads in parallel itself (a few threads
+        # in-process, a worker process per core on a cluster), and Arrow's own only contend with
+        # them (a selection of 10^8 items: 1.90 s against 2.13 s with them, on 2 cores).
+        return parquet.read_row_group(index, columns=list(columns), use_threads=False)
+    except (pa.ArrowInvalid, pa.ArrowIOError, IndexError) as exc:
+        if store_failed(exc):
+            raise
+        raise corrupt_file_error(f"{display} (row group {index})", exc) from None
+
+
+@dataclass(frozen=True)
+class RowGroupReader:
+    """One row group of an open Parquet file, as a task sees it: read its columns, name it."""
+
+    parquet: pq.ParquetFile
+    index: int
+    display: str
+
+    @property
+    def where(self) -> str:
+        """The row group's name in messages: "<file URL> row group <index>"."""
+        return f"{self.display} row group {self.index}"
+
+    @property
+    def num_rows(self) -> int:
+        return self.parquet.metadata.row_group(self.index).num_rows
+
+    def read(self, columns: Sequence[str]) -> pa.Table:
+        return read_group(self.parquet, self.index, columns, display=self.display)
+
+
+def row_groups_of(fs, partition: Partition, names: dict) -> Iterator[RowGroupReader]:
+    """The one row-group loop of every task: the file opened once (with the footer read at
+    opening), then each row group of ``partition`` in turn. ``names``: :func:`displays`."""
+    yield from _row_groups_in(fs, partition.path, partition.indices, display=names[partition.path],
+                              footer=partition.footer)
+
+
+def _row_groups_in(fs, path: str, indices: Sequence[int], *, display: str, footer) -> Iterator[RowGroupReader]:
+    with open_parquet(fs, path, display=display, footer=footer) as parquet:
+        for index in indices:
+            yield RowGroupReader(parquet, index, display)
+
+
+def read_row_groups(fs, path: str, indices: Sequence[int], columns: Sequence[str], *, display: str,
+                    footer=None) -> Iterator[tuple[int, pa.Table]]:
+    """Yield ``(index, table)`` for the row groups ``indices`` of one file, one at a time."""
+    for group in _row_groups_in(fs, path, indices, display=display, footer=footer):
+        yield group.index, group.read(columns)
+
+
+def scores_of(table: pa.Table, column: str, where: str) -> np.ndarray:
+    """The score column as float64, checked to be non-null and finite."""
+    array = table.column(column)
+    if array.null_count:
+        raise DataError(f"The score column {column!r} holds null values in {where}. Drop or repair those items first.")
+    values = np.asarray((array if array.type == pa.float64() else pc.cast(array, pa.float64())).to_numpy(), dtype=np.float64)
+    if not np.isfinite(values).all():
+        i = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise DataError(
+            f"The score column {column!r} holds a non-finite score ({values[i]}) in {where}, row {i}. "
+            "Scores must be finite: drop or repair those items first."
+        )
+    return values
+
+
+def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
+    """The key column as int64 or object (str) numpy array, checked to be non-null."""
+    array = table.column(column)
+    if array.null_count:
+        raise DataError(f"The key column {column!r} holds null values in {where}. Every item needs a key.")
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    if pa.types.is_integer(array.type):
+        if pa.types.is_uint64(array.type) and len(array) and pc.max(array).as_py() > _INT64_MAX:
+            raise _uint64_key_error(column, where, pc.max(array).as_py())
+        return np.asarray(array.to_numpy()).astype(np.int64, copy=False)
+    if len(array) and pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
+        raise _empty_key_error(column, where)
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def check_unique(keys: np.ndarray, where: str) -> None:
+    """Raise DataError naming an example when ``keys`` holds a duplicate."""
+    if not _has_duplicates(keys):
+        return
+    duplicated = pd.Series(keys).duplicated(keep=False).to_numpy()
+    example = keys[int(np.flatnonzero(duplicated)[0])]
+    example = example.item() if isinstance(example, np.generic) else example
+    raise DataError(
+        f"The key {example!r} occurs more than once in {where} ({int(duplicated.sum())} rows share "
+        "a key with another). Keys must be unique: deduplicate the resource."
+    )
+
+
+#: Up to this many keys a hash table finds duplicates fastest; above, integer keys are sorted.
+HASHED_UNIQUE_MAX = 1 << 20
+
+
+def _has_duplicates(keys: np.ndarray) -> bool:
+    # The check of every block a sorted extraction reads, most often one row group. Measured on
+    # random int64 keys: 2^17 keys, pandas' hash table 2.3 ms against 5.3 ms for NumPy's sort and
+    # a comparison of neighbours; 2^22 keys, 0.49 s against 0.25 s (the table's probes leave the
+    # caches).
+    if keys.dtype.kind in "iu" and keys.size > HASHED_UNIQUE_MAX:
+        ordered = np.sort(keys)
+        return bool(np.any(ordered[1:] == ordered[:-1]))
+    return bool(pd.Series(keys).duplicated().any())
