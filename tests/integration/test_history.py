@@ -59,6 +59,7 @@ def _series(models, n, seed, confidence):
     return np.concatenate(flags), np.concatenate(right)
 
 
+@pytest.mark.slow  # a study of the flags' level over 200 series: 55 s at load 8-10
 def test_flags_of_a_series_are_all_right_at_once_at_the_stated_level():
     """200 series of 5 releases (fresh labels each): a series with any wrong flag counts against.
 

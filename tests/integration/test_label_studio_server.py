@@ -26,6 +26,7 @@ BLURRY = '  <Choices name="blurry" toName="field_0" choice="single"><Choice valu
 
 
 
+@pytest.mark.slow  # the one test of a live Label Studio: its server takes 3-5 min to start at load 8-10 (197 s + 109 s)
 def test_round_trip_through_label_studio(tmp_path, label_studio):
     _, frame = reverb_resource(tmp_path / "full")
     frame = frame.iloc[:ITEMS].reset_index(drop=True)

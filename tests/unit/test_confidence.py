@@ -153,6 +153,7 @@ def test_coefficients_reproduce_algorithm_2_exactly(plan, seed):
 # --------------------------------------------------------------------------------------------
 # Coverage on noisy labels
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow  # a coverage study: 9-16 s per model at load 8-10
 @pytest.mark.parametrize("model", [falling, flat])
 def test_confidence_bounds_contain_the_truth_at_every_rank(model):
     # n just below a grid point: a long unlabeled tail past g_L (~5 % of the ranks) is checked too.
@@ -316,6 +317,7 @@ def window_labels(plan, rate, seed):
     return (np.random.default_rng(seed).random(plan.size) < rate[plan.ranks - 1]).astype(float)
 
 
+@pytest.mark.slow  # a study of the test's level over 100 seeds: 7 s per model at load 8-10
 @pytest.mark.parametrize("model", [falling, flat])
 def test_monotone_rate_test_rarely_rejects_a_monotone_rate(model):
     plan = plan_paula(100_000, eps=0.05, window=100)

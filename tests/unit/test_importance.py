@@ -371,6 +371,7 @@ def test_estimator_and_variance_estimate_are_exactly_unbiased(weights):
     np.testing.assert_allclose(mean_var, variance, rtol=1e-9, atol=1e-15)
 
 
+@pytest.mark.slow  # a coverage study over 400 seeds: 8 s at load 8-10
 def test_joint_estimator_is_unbiased_and_covers_on_a_synthetic_universe():
     """400 seeds, three overlapping systems with different distributions and precisions."""
     rng = np.random.default_rng(2024)
@@ -485,6 +486,7 @@ def test_pooled_recall_equals_the_loop_reference(scenario):
                                + nu**2 * theta_var, rtol=1e-10)
 
 
+@pytest.mark.slow  # a coverage study over 300 seeds: 10 s at load 8-10
 def test_recall_is_consistent_and_covers_on_a_synthetic_universe():
     """Correct items: 900 in the pool of three systems, 100 outside it. 300 seeds."""
     rng = np.random.default_rng(99)

@@ -191,6 +191,7 @@ def _coverage(settings, resources, n):
     return {name: s["coverage"] for name, s in result.items()}
 
 
+@pytest.mark.slow  # a coverage study over 90 resources: 14 s at load 8-10
 def test_coverage_on_a_few_settings():
     """30 resources each (seeded): the bounds contain the gold precision at every reported rank."""
     coverage = _coverage(("judge 0.9", "judge adversarial", "annotators 0.9"), 30, 30_000)
