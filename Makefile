@@ -40,7 +40,7 @@ test-all: $(STAMP) $(LS_STAMP)
 
 ## test-unit, test-dataflow, test-integration: one tier (tests/<tier>/ and its doctests), slow
 ## studies included when CI=true
-TIER_PATHS_unit        := tests/unit prdist
+TIER_PATHS_unit        := tests/unit prdist --ignore=prdist/dataflow --ignore=prdist/cli.py
 TIER_PATHS_dataflow    := tests/dataflow prdist/dataflow
 TIER_PATHS_integration := tests/integration prdist/cli.py
 test-unit test-dataflow: $(STAMP)
