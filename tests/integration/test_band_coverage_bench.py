@@ -12,9 +12,9 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.support.paths import ROOT  # noqa: E402
+from tests.support.paths import ROOT
+
 SCRIPT = ROOT / "benchmarks" / "bench_band_coverage.py"
 DOCS = ROOT / "docs" / "coverage.md"
 RESULTS = ROOT / "docs" / "band_coverage.json"

@@ -23,7 +23,6 @@ from tests.support.cli_run import cli
 from prdist.cli import main
 from tests.support.small_release import ranked_scores_and_labels, write_release
 
-from tests.support.paths import ROOT  # noqa: E402
 HEAVY = ("prefect", "dask", "distributed", "scipy.stats")
 
 
