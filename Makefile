@@ -7,8 +7,9 @@ STAMP  := $(VENV)/.installed
 # it lives in its own environment, started as a process by the tests' label_studio fixture.
 LS_VENV  := .venv-label-studio
 LS_STAMP := $(LS_VENV)/.installed
+PYTEST   := PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest -q
 
-.PHONY: demo test test-fast test-all lock clean bench-env docs
+.PHONY: demo test test-all test-unit test-dataflow test-integration lock clean bench-env docs
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -20,22 +21,32 @@ $(STAMP): pyproject.toml requirements.lock
 	$(VENV)/bin/python -m compileall -q prdist flows
 	touch $(STAMP)
 
-$(LS_STAMP): tests/label_studio/requirements.lock $(STAMP)
+$(LS_STAMP): tests/support/label_studio/requirements.lock $(STAMP)
 	$(PYTHON) -m venv $(LS_VENV)
-	$(VENV)/bin/uv pip sync --quiet --python $(LS_VENV)/bin/python tests/label_studio/requirements.lock
+	$(VENV)/bin/uv pip sync --quiet --python $(LS_VENV)/bin/python tests/support/label_studio/requirements.lock
 	touch $(LS_STAMP)
 
 ## demo: the main job on embedded defaults (synthetic resource, local everything)
 demo: $(STAMP)
 	$(VENV)/bin/prdist run --judge-column judge --gold-budget 1000
 
-## test: the whole default suite (slow statistical tests included when CI=true)
+## test: the whole default suite, every tier (slow studies included when CI=true)
 test: $(STAMP) $(LS_STAMP)
-	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest $(if $(CI),,-m "not slow") -q
+	$(PYTEST) $(if $(CI),,-m "not slow")
 
 ## test-all: every test, slow ones included
 test-all: $(STAMP) $(LS_STAMP)
-	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/python -m pytest -q
+	$(PYTEST)
+
+## test-unit, test-dataflow, test-integration: one tier (tests/<tier>/ and its doctests), slow
+## studies included when CI=true
+TIER_PATHS_unit        := tests/unit prdist --ignore=prdist/dataflow --ignore=prdist/cli
+TIER_PATHS_dataflow    := tests/dataflow prdist/dataflow
+TIER_PATHS_integration := tests/integration prdist/cli
+test-unit test-dataflow: $(STAMP)
+	$(PYTEST) $(TIER_PATHS_$(@:test-%=%)) -m "$(@:test-%=%)$(if $(CI),, and not slow)"
+test-integration: $(STAMP) $(LS_STAMP)
+	$(PYTEST) $(TIER_PATHS_integration) -m "integration$(if $(CI),, and not slow)"
 
 ## docs: the documentation site in site/ (warnings are errors; executes the tutorial on ReVerb)
 docs: $(STAMP)
@@ -48,7 +59,7 @@ lock:
 	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 -c requirements.lock pyproject.toml -o deploy/requirements-runtime.lock
 	$(VENV)/bin/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires'], sep='\n')" \
 	  | $(VENV)/bin/uv pip compile --quiet --python-version 3.11 -c requirements.lock - -o deploy/requirements-build.lock
-	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 tests/label_studio/requirements.in -o tests/label_studio/requirements.lock
+	$(VENV)/bin/uv pip compile --quiet --python-version 3.11 tests/support/label_studio/requirements.in -o tests/support/label_studio/requirements.lock
 
 clean:
 	rm -rf $(VENV) $(LS_VENV) .pytest_cache .hypothesis

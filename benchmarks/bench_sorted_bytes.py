@@ -69,7 +69,7 @@ from prdist.dataflow.ranks.extract import sorted_extraction
 from prdist.dataflow.synth import write_synthetic
 from prdist.paula.plan import plan_paula
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from seaweed import admin_identity, running_s3  # noqa: E402  (shared with tests/conftest.py)
 
 MODEL = population.binormal(neg=(0.0, 1.0), pos=(1.5, 1.0), prevalence=0.3)
@@ -79,7 +79,7 @@ BUCKET = "prdist-bench"
 
 
 # --------------------------------------------------------------------------------------------
-# An S3 server on loopback (tests/seaweed.py, with room for gigabytes: the test fixture's 32
+# An S3 server on loopback (tests/support/seaweed.py, with room for gigabytes: the test fixture's 32
 # volumes of 64 MB hold 2 GB)
 
 

@@ -2,7 +2,7 @@
 
 prdist imports a heavy package where it is first used, not at start-up, so that a quick command
 does not pay for what only a run needs. Where a module imports inside a function for that
-reason, the reason is this table, not a note beside the import. ``tests/test_import_cost.py``
+reason, the reason is this table, not a note beside the import. ``tests/integration/test_import_cost.py``
 enters prdist each of these ways in a fresh interpreter and checks that exactly the
 :data:`WATCHED` packages listed here are loaded, no more and no fewer (and prints the seconds
 each took): a change that makes an entry point load another package changes this table in the

@@ -300,7 +300,7 @@ PREVALENCE = Param("prevalence", "float", low=0.0, high=1.0, low_open=True, high
                    metavar="P", help="share of positives, in {range} (default {default})")
 JUDGE_ACCURACY = Param("judge_accuracy", "float", low=0.0, high=1.0, low_open=True, optional=True, metavar="A")
 
-#: Every declared parameter (tests/test_params.py checks none is constrained a second time).
+#: Every declared parameter (tests/integration/test_params.py checks none is constrained a second time).
 DECLARED = (
     METHOD, EPS, WINDOW, R_TILDE, CONFIDENCE, SEED, ORACLE_COLUMN, BANDS, AGGREGATE, JUDGE_COLUMN, GOLD_BUDGET,
     SAMPLE_SIZE, BAND_SAMPLE, BAND_REPLICATES, TARGET, DEMO_N, ALPHA, P_MIN, DELTA, ALLOCATION, WEIGHTS,

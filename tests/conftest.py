@@ -1,17 +1,17 @@
-"""Shared fixtures: a real S3 server (SeaweedFS) and a real Dask cluster.
+"""Shared fixtures: a real S3 server (SeaweedFS) and a real Dask cluster; each test's tier marker.
+
+The tiers are folders (tests/unit, tests/dataflow, tests/integration, README "Tests"); a test gets
+its folder's marker, and a doctest of prdist its layer's (prdist/dataflow/: dataflow, prdist/cli/:
+integration, the rest of prdist: unit). The Prefect and Label Studio servers are the integration
+tier's (tests/integration/conftest.py).
 
 S3 follows s3fs's own test suite: one server per session, a fresh prefix per test, the s3fs
 instance cache cleared around every test that touches S3. The server (SeaweedFS on loopback,
-credentials required) is started by tests/seaweed.py, which the benchmarks share.
+credentials required) is started by tests/support/seaweed.py, which the benchmarks share.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
-import subprocess
 import tempfile
 import time
 import uuid
@@ -20,16 +20,12 @@ from pathlib import Path
 
 import pytest
 
-# Prefect binds its console log handler to the sys.stderr of the moment it is first imported.
-# Importing it here, at collection, binds it to pytest's session-long stream instead of the
-# short-lived one of whichever test (capsys/capfd) happens to import it first.
-import prefect  # noqa: F401,E402
+from tests.support.paths import ROOT
+from tests.support.seaweed import S3_START_TIMEOUT, WEED, admin_identity, running_s3
+from tests.support.timings import TIMINGS
 
-from seaweed import WEED, admin_identity, free_ports, running_s3, stop, tail  # noqa: E402
-
-S3_START_TIMEOUT = 60.0  # seconds; SeaweedFS needs about 2 s on an idle machine
-
-_timings: dict[str, float] = {}
+#: Each tier's folder under tests/ and the marker its tests get (``make test-unit`` runs one).
+TIERS = ("unit", "dataflow", "integration")
 
 
 @dataclass(frozen=True)
@@ -89,7 +85,7 @@ def s3_server():
             readonly_key=ro_key, readonly_secret=ro_secret,
             startup_seconds=time.monotonic() - started,
         )
-        _timings["SeaweedFS S3 fixture start-up (s)"] = server.startup_seconds
+        TIMINGS["SeaweedFS S3 fixture start-up (s)"] = server.startup_seconds
         yield server
 
 
@@ -136,127 +132,31 @@ def dask_client():
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
                            scheduler_kwargs={"dashboard": False})
     client = Client(cluster)
-    _timings["Dask LocalCluster fixture start-up (s)"] = time.monotonic() - started
+    TIMINGS["Dask LocalCluster fixture start-up (s)"] = time.monotonic() - started
     yield client
     client.close()
     cluster.close()
 
 
-LABEL_STUDIO = Path(__file__).resolve().parents[1] / ".venv-label-studio" / "bin" / "label-studio"
-LABEL_STUDIO_START_TIMEOUT = 300.0  # seconds; migrations of a fresh SQLite database take ~60 s here
+def tier(path: Path) -> str | None:
+    """The tier of a test file or of a prdist module's doctests (by where it lives); None for a
+    test file outside the tier folders (tests/unit/test_tiers.py fails on one)."""
+    parts = path.resolve().relative_to(ROOT).parts
+    if parts[0] == "tests":
+        return parts[1] if parts[1] in TIERS else None
+    if parts[:2] == ("prdist", "dataflow"):
+        return "dataflow"
+    return "integration" if parts[:2] == ("prdist", "cli") else "unit"
 
 
-@dataclass(frozen=True)
-class LabelStudio:
-    """A running Label Studio server: its base URL and the admin's API token."""
-
-    url: str
-    token: str
-
-    def client(self):
-        import httpx
-
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Token {self.token}"}, timeout=120)
-
-
-@pytest.fixture(scope="session")
-def label_studio():
-    """A real Label Studio server on loopback for the session (a fresh SQLite data directory).
-
-    Label Studio pins other versions of libraries prdist depends on, so it lives in its own
-    environment, ``.venv-label-studio`` (``make test`` builds it from
-    tests/label_studio/requirements.lock); without it the tests that need it are skipped.
-    """
-    if not LABEL_STUDIO.is_file():
-        pytest.skip(f"Label Studio is not installed at {LABEL_STUDIO}: run 'make .venv-label-studio/.installed'")
-    import httpx
-
-    workdir = Path(tempfile.mkdtemp(prefix="prdist-label-studio-"))
-    (port,) = free_ports(1)
-    token = uuid.uuid4().hex
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "LABEL_STUDIO", "VIRTUAL_ENV"))}
-    env.update(LABEL_STUDIO_BASE_DATA_DIR=str(workdir), LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
-               LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK="true", COLLECT_ANALYTICS="false")
-    args = [str(LABEL_STUDIO), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port),
-            "--data-dir", str(workdir / "data"), "--username", "admin@example.org", "--password", uuid.uuid4().hex,
-            "--user-token", token]
-    log = workdir / "label-studio.log"
-    started = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True)
-    server = LabelStudio(f"http://127.0.0.1:{port}", token)
-    try:
-        last = None
-        while time.monotonic() < started + LABEL_STUDIO_START_TIMEOUT:
-            if proc.poll() is not None:
-                raise RuntimeError(f"label-studio exited with code {proc.returncode} during start-up. Log tail:\n{tail(log)}")
-            try:
-                if server.client().get("/api/projects").status_code == 200:
-                    break
-            except httpx.HTTPError as exc:  # not up yet
-                last = exc
-            time.sleep(1)
-        else:
-            raise RuntimeError(f"Label Studio did not answer within {LABEL_STUDIO_START_TIMEOUT:.0f} s (last error: {last!r}). "
-                               f"Log tail:\n{tail(log)}")
-        _timings["Label Studio fixture start-up (s)"] = time.monotonic() - started
-        yield server
-    finally:
-        stop(proc)
-        with contextlib.suppress(ProcessLookupError):  # a helper process of the server, if any
-            os.killpg(proc.pid, signal.SIGKILL)
-        shutil.rmtree(workdir, ignore_errors=True)
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if (name := tier(item.path)) is not None:
+            item.add_marker(name)
 
 
 def pytest_terminal_summary(terminalreporter):
-    for name, seconds in _timings.items():
+    for name, seconds in TIMINGS.items():
         terminalreporter.write_line(f"{name}: {seconds:.2f}")
 
 
-@pytest.fixture(autouse=True)
-def _no_prefect_api_unless_asked(request):
-    """Commands and flows run in-process, as with nothing configured, unless the test asks for the
-    Prefect API (``prefect_harness``, a session fixture that stays configured once started)."""
-    if "prefect_harness" in request.fixturenames:
-        yield
-        return
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    with temporary_settings(restore_defaults={PREFECT_API_URL}):
-        yield
-
-
-@pytest.fixture(params=["in-process", "prefect"])
-def runner(request):
-    """Each runner of a command: in-process (no Prefect API), and on the session's Prefect API."""
-    if request.param == "prefect":
-        request.getfixturevalue("prefect_harness")
-        with _prefect_api():
-            yield request.param
-    else:
-        yield request.param
-
-
-@contextlib.contextmanager
-def _prefect_api():
-    # The autouse fixture above cleared the API for this test; the harness's URL comes back.
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    with temporary_settings(updates={PREFECT_API_URL: _HARNESS_API[0]}):
-        yield
-
-
-_HARNESS_API: list[str] = []
-
-
-@pytest.fixture(scope="session")
-def prefect_harness():
-    """One ephemeral Prefect backend for the whole session (each start costs ~8-14 s here)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        from prefect.settings import PREFECT_API_URL
-
-        _HARNESS_API.append(PREFECT_API_URL.value())
-        yield

@@ -88,7 +88,7 @@ class SmoothedLaw:
     standard deviations are about an item or more wherever the curve is not flat): drawn with
     the same random numbers as from the exact cdf, a replicate's counts then almost never differ
     by even one item, and the bands differ by far less than 1 % of their width
-    (tests/test_bootstrap.py checks both against the exact cdf). Tables hold at most 2^20 nodes,
+    (tests/unit/test_bootstrap.py checks both against the exact cdf). Tables hold at most 2^20 nodes,
     which caps R for very large samples (at n = 10^6, n error_bound = 0.002); if scores spread
     over so many bandwidths that the cap leaves n error_bound > 1, :func:`prdist.bootstrap_bands` warns.
 

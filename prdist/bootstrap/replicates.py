@@ -11,7 +11,7 @@ by pointwise intervals at every grid recall. "About" is asymptotic. Measured cov
 and 0.5, all three methods below, B = 500): on continuous scores with n >= 1,000 the sup-norm band
 covered the population curve in 90.5-99.5 % of 200 samples at nominal 90 % and 95.5-100 % at
 nominal 95 %; it falls short with about 5 positives and on tied scores, and the pointwise
-intervals fall short most at low recall. The slow tests in tests/test_bootstrap.py keep
+intervals fall short most at low recall. The slow tests in tests/unit/test_bootstrap.py keep
 coverage above a floor and the band radius within [0.8, 1.4] times the true sup quantile.
 
 **Resampling.** Three ways to draw a bootstrap sample D*_n of size n:

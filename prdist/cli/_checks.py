@@ -7,7 +7,7 @@ from prdist.cli._common import _json_object_option, _storage_options
 
 #: Every option that names a storage location or server (argparse dest -> how the user writes
 #: it). Each is checked for embedded credentials before anything runs, so that no secret reaches
-#: Prefect's flow-run parameters or a log; tests/test_bad_input.py keeps this table complete.
+#: Prefect's flow-run parameters or a log; tests/integration/test_bad_input.py keeps this table complete.
 URL_OPTIONS = {
     "resource": "--resource", "out": "--out", "labels": "--labels", "store": "--store",
     "files": "the label file", "run": "--run", "runs": "--runs", "exhaustive": "--exhaustive",
@@ -50,7 +50,7 @@ def _check_stores_answer(args) -> None:
 
 #: Every option that writes, by command: (argparse dest, how the user writes it). Each is checked
 #: by :func:`prdist.dataflow.io.output_place.check_output_place` before anything runs, so no output lands
-#: on an input, a label store, a resource or a committed run; tests/test_reliability_iii.py keeps
+#: on an input, a label store, a resource or a committed run; tests/integration/test_reliability_iii.py keeps
 #: this table complete.
 OUTPUT_OPTIONS = {
     "run": ("out", "--out"), "synth": ("out", "--out"), "compare": ("out", "--out"), "ingest": ("out", "--out"),

@@ -86,7 +86,7 @@ def __getattr__(name: str):
 #: worker processes takes 3.3-3.7 s and 0.8-0.9 s plus 0.9 s to start (and its imports): worker
 #: processes did not pay at any size measured. Above 2^31 items a pass takes minutes, the start
 #: is noise, and worker processes escape the GIL. Both paths run the same kernels and give
-#: identical results (tests/test_runners.py).
+#: identical results (tests/integration/test_runners.py).
 LOCAL_CLUSTER_FROM_ITEMS = 1 << 31
 
 # The clients of the innermost one_cluster() block, by (scheduler, workers).

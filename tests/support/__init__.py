@@ -1,0 +1,1 @@
+"""Helpers shared by the tiers' tests (and the benchmarks): no tests here."""
