@@ -592,7 +592,7 @@ def test_a_resource_rewritten_during_a_run_is_detected(tmp_path, cluster, monkey
     import prdist.dataflow.run.steps as run_module
 
     url = resource_with(tmp_path)
-    original = run_module.extract_ranks
+    original = run_module.extract
 
     def rewrite_then_extract(resource, ranks, **kwargs):
         # Another writer replaces the release between opening and extraction.
@@ -601,7 +601,7 @@ def test_a_resource_rewritten_during_a_run_is_detected(tmp_path, cluster, monkey
         pq.write_table(pa.table(columns), Path(url) / "part-0.parquet", row_group_size=size)
         return original(resource, ranks, **kwargs)
 
-    monkeypatch.setattr(run_module, "extract_ranks", rewrite_then_extract)
+    monkeypatch.setattr(run_module, "extract", rewrite_then_extract)
     out = tmp_path / "runs"
     assert_refused(
         ["run", "--resource", url, "--out", str(out), "--oracle-column", "label", "--scheduler", cluster.scheduler.address],

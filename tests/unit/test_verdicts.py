@@ -211,4 +211,4 @@ def test_the_verdict_parser_and_the_cut_off_targets_are_defined_once():
                 found["TARGETS"].append(path.name)
             elif isinstance(node, ast.Tuple) and [getattr(e, "value", None) for e in node.elts] == [0.95, 0.9, 0.8, 0.7]:
                 found["targets literal"].append(path.name)
-    assert found == {"parse_verdicts": ["verdicts.py"], "TARGETS": ["derived.py"], "targets literal": ["derived.py"]}
+    assert found == {"parse_verdicts": ["aggregation.py"], "TARGETS": ["derived.py"], "targets literal": ["derived.py"]}
