@@ -12,8 +12,8 @@ What loads them, entry point by entry point:
 
 - ``import prdist`` and ``prdist.dataflow``: nothing; the public names resolve on first use
   (PEP 562, ``prdist/__init__.py`` and ``prdist/dataflow/__init__.py``).
-- ``prdist --help``: the argument parser alone (``prdist/cli.py`` imports each command's
-  modules in that command's function).
+- ``prdist --help``: the argument parser alone (each module of ``prdist/cli/`` imports what its
+  command needs inside the command's handler).
 - ``prdist budget``: the plan and the sampling budgets (NumPy), and ``prdist.dataflow.io.storage``
   (fsspec), which the start of every command but ``release`` imports to ask the remote stores on
   the command line (``_check_stores_answer``), even when none is named.

@@ -3,7 +3,7 @@
 The docstrings keep Sphinx's roles, which ``help()`` and numpydoc read; mkdocstrings renders
 Markdown, where a role is raw text. This rewrites each role, when griffe loads the package, into an
 mkdocs-autorefs link ``[text][identifier]``: a target inside prdist is resolved from the
-docstring's scope (``:func:`silverman_bandwidth``` in :mod:`prdist.bootstrap.replicates`), and a public name
+docstring's scope (``:func:`silverman_bandwidth``` in :mod:`prdist.bootstrap.asymptotics`), and a public name
 ``prdist.X`` to the module that defines it (``prdist._LAZY``), so ``mkdocs build --strict`` fails on
 any reference whose target no page documents. Targets outside prdist (numpy, distributed) become
 code: no inventory of theirs is loaded (the build reads no network); so do private names.

@@ -15,7 +15,7 @@ from prdist.dataflow.io.storage_errors import storage_errors
 
 __all__ = ["LABEL_FILE", "OutputConflict", "check_output_place"]
 
-#: Label-store files are named so (prdist.dataflow.labels.store.import_labels); any other Parquet file
+#: Label-store files are named so (prdist.dataflow.labels.importer.import_labels); any other Parquet file
 #: in a directory makes it a dataset: a resource, or a run's artifacts.
 LABEL_FILE = re.compile(r"labels-[^/]*\.parquet")
 

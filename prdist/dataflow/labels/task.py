@@ -40,7 +40,7 @@ def export_annotation_task(items: pd.DataFrame, out_dir, *, storage_options=None
 
     ``items`` holds key, score, rank and whatever other columns the resource has, so the annotator
     sees each item; a ``label`` column is added empty for the annotator to fill in. The CSV is
-    safe to open in a spreadsheet and imports back to the original keys (:mod:`.spreadsheet_csv`).
+    safe to open in a spreadsheet and imports back to the original keys (:mod:`prdist.dataflow.io.spreadsheet_csv`).
     """
     task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
     task["label"] = ""
