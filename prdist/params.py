@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prdist.errors import ParameterError
@@ -32,6 +33,7 @@ __all__ = [
     "check_float",
     "check_int",
     "DECLARED",
+    "MAX_PLAN_SIZE",
 ]
 
 
@@ -134,6 +136,10 @@ class Param:
     kind : {"int", "float", "choice", "text", "flag"}
         An integer or a finite float (in [``low``, ``high``], either end open with
         ``low_open``/``high_open``), one of ``choices``, free text, or an on/off switch.
+    bounded_by, upper : str and callable, optional
+        An int's upper bound computed from another parameter: as the messages write it
+        (``"n"``: ``--partitions`` in [1, n]) and as a function of that parameter's value, which
+        :meth:`check` takes as ``bound``.
     optional : bool
         None is a valid value (it means "not given"; the constraint holds for every other value).
     help : str
@@ -158,6 +164,8 @@ class Param:
     low_open: bool = False
     high_open: bool = False
     choices: tuple = ()
+    bounded_by: str | None = None
+    upper: Callable[[int], int] | None = None
     default: object = None
     optional: bool = False
     help: str = ""
@@ -174,7 +182,7 @@ class Param:
         if self.kind == "float":
             return _float_range_text(self.low, self.high, self.low_open, self.high_open)
         if self.kind == "int":
-            return _int_range_text(self.low, self.high).strip()
+            return _int_range_text(self.low, self.high if self.bounded_by is None else self.bounded_by).strip()
         return ", ".join(map(repr, self.choices))
 
     @property
@@ -190,17 +198,19 @@ class Param:
             return False
         return True
 
-    def check(self, value, *, owner: str, name: str | None = None):
+    def check(self, value, *, owner: str, name: str | None = None, bound: int | None = None):
         """``value`` after checking it meets the constraint (an int as int, a float as float).
 
         ``owner`` is what the user called (a function, ``prdist run``); ``name`` is how the
-        message names the parameter (default: its Python name; the command line passes its flag).
+        message names the parameter (default: its Python name; the command line passes its flag);
+        ``bound`` is the value of the parameter an int's upper bound is computed from (``upper``).
         """
         if value is None and self.optional:
             return None
         name = self.name if name is None else name
         if self.kind == "int":
-            return check_int(value, name=name, owner=owner, low=self.low, high=self.high)
+            high = self.high if self.upper is None else self.upper(bound)
+            return check_int(value, name=name, owner=owner, low=self.low, high=high)
         if self.kind == "float":
             return check_float(value, name=name, owner=owner, **self.bounds)
         if self.kind == "choice":
@@ -285,6 +295,13 @@ DELTA = Param("delta", "float", low=0.0, high=1.0, low_open=True, high_open=True
 # prdist compare (compare_systems, CompareParams)
 # --------------------------------------------------------------------------------------------
 
+#: The most ranks a plan may hold: 256 MiB per int64 array (a plan's arrays and their sort
+#: need a few of them); a resource of 10^12 items at eps=0.03, window=100 plans 78,658.
+MAX_PLAN_SIZE = 2**25
+#: Total draws over all systems: a system's variance needs two draws, so one system needs 2 (with
+#: m systems, 2 m: checked where m is known); a budget of draws is held as a plan is.
+BUDGET = Param("budget", "int", low=2, high=MAX_PLAN_SIZE, metavar="N",
+               help="total draws over all systems, at least 2 per system")
 ALLOCATION = Param("allocation", "choice", choices=("even", "proportional"), default="even")
 WEIGHTS = Param("weights", "choice", choices=("overlap", "balance"), default="overlap")
 DISTRIBUTION = Param("distribution", "choice", choices=("uniform", "top-k", "score-power"), default="uniform")
@@ -298,11 +315,16 @@ POWER = Param("power", "float", low=0.0, low_open=True, optional=True, metavar="
 
 PREVALENCE = Param("prevalence", "float", low=0.0, high=1.0, low_open=True, high_open=True, default=0.5,
                    metavar="P", help="share of positives, in {range} (default {default})")
+PARTITIONS = Param("partitions", "int", low=1, bounded_by="n", upper=lambda n: n, optional=True, metavar="K",
+                   help="number of Parquet files (default: one per 2^22 items)")
+#: The generation positions key_offset .. key_offset + n - 1 stay below 2^62, as n does.
+KEY_OFFSET = Param("key_offset", "int", low=0, bounded_by="2**62 - n", upper=lambda n: 2**62 - n, default=0, metavar="K",
+                   help="keys of generation positions K..K+N-1 (default 0): releases given disjoint ranges share no key")
 JUDGE_ACCURACY = Param("judge_accuracy", "float", low=0.0, high=1.0, low_open=True, optional=True, metavar="A")
 
 #: Every declared parameter (tests/integration/test_params.py checks none is constrained a second time).
 DECLARED = (
     METHOD, EPS, WINDOW, R_TILDE, CONFIDENCE, SEED, ORACLE_COLUMN, BANDS, AGGREGATE, JUDGE_COLUMN, GOLD_BUDGET,
     SAMPLE_SIZE, BAND_SAMPLE, BAND_REPLICATES, TARGET, DEMO_N, ALPHA, P_MIN, DELTA, ALLOCATION, WEIGHTS,
-    DISTRIBUTION, K, POWER, PREVALENCE, JUDGE_ACCURACY,
+    DISTRIBUTION, K, POWER, BUDGET, PREVALENCE, PARTITIONS, KEY_OFFSET, JUDGE_ACCURACY,
 )

@@ -46,7 +46,7 @@ def _add_compare(sub) -> None:
     )  # fmt: skip
     add("--labels", default=None, metavar="URL",
         help="the shared label store (see 'prdist labels import'); leave it out while there are no labels yet")
-    add("--budget", type=int, required=True, metavar="N", help="total draws over all systems, at least 2 per system")
+    P.BUDGET.add_to(add, required=True)
     P.SEED.add_to(add, required=True, default=None, help="seed of every draw (same seed, same draws)")
     add("--out", required=True, metavar="URL", help="root of the run directories (path or fsspec URL)")
     add(
@@ -93,7 +93,6 @@ def parse_system(text: str) -> tuple[str, str]:
 
 
 def _cmd_compare(args) -> int:
-    from prdist._validation import check_int
     from prdist.dataflow.io.storage import filesystem, join_url
 
     # Everything checkable without reading data is checked here, under the option names.
@@ -103,7 +102,7 @@ def _cmd_compare(args) -> int:
     repeated = next((name for name in names if names.count(name) > 1), None)
     if repeated is not None:
         raise InputError(f"--system {repeated!r} is given twice; give every system its own name.")
-    budget = check_int(args.budget, name="--budget", owner=owner, low=1)
+    budget = P.BUDGET.check(args.budget, owner=owner, name=P.BUDGET.flag)
     if budget < 2 * len(pairs):
         raise InputError(
             f"--budget {budget} is too small for {len(pairs)} systems: every system needs at least 2 "

@@ -47,11 +47,10 @@ def _add_synth(sub) -> None:
     )  # fmt: skip
     P.PREVALENCE.add_to(add)
     add("--n", type=int, required=True, metavar="N", help="number of items")
-    add("--partitions", type=int, default=None, metavar="K", help="number of Parquet files (default: one per 2^22 items)")
+    P.PARTITIONS.add_to(add)
     add("--order", choices=("sorted", "shuffled"), default="sorted", help="row order (default sorted: rank order)")
     P.SEED.add_to(add, required=True, default=None, help="master seed (same seed, same resource)")
-    add("--key-offset", dest="key_offset", type=int, default=0, metavar="K",
-        help="keys of generation positions K..K+N-1 (default 0): releases given disjoint ranges share no key")
+    P.KEY_OFFSET.add_to(add)
     P.JUDGE_ACCURACY.add_to(
         add, help="add a column 'judge': each item's label, flipped with probability 1-A independently (seeded by "
                   "--seed), in {range}; for 'prdist run --judge-column judge' (default: no judge column)")
@@ -82,10 +81,9 @@ def _cmd_synth(args) -> int:
 
     owner = "prdist synth"
     n = check_int(args.n, name="--n", owner=owner, low=1)
-    if args.partitions is not None:
-        check_int(args.partitions, name="--partitions", owner=owner, low=1, high=n)
+    P.PARTITIONS.check(args.partitions, owner=owner, name=P.PARTITIONS.flag, bound=n)
     P.SEED.check(args.seed, owner=owner, name=P.SEED.flag)
-    check_int(args.key_offset, name="--key-offset", owner=owner, low=0, high=2**62 - n)
+    P.KEY_OFFSET.check(args.key_offset, owner=owner, name=P.KEY_OFFSET.flag, bound=n)
     P.JUDGE_ACCURACY.check(args.judge_accuracy, owner=owner, name=P.JUDGE_ACCURACY.flag)
     storage_options = _storage_options(args)
     count = None if args.model == "discrete" else 2

@@ -64,9 +64,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist import population
-from prdist._validation import check_choice, check_float, check_int
+from prdist._validation import check_choice, check_int
 from prdist.errors import DataError, ParameterError
-from prdist.params import SEED
+from prdist.params import JUDGE_ACCURACY, KEY_OFFSET, PARTITIONS, SEED
 from prdist.ranking import key_hash
 # publish() streams a partition row group by row group, appearing whole or not at all.
 from prdist.dataflow.engine.executor import run_all
@@ -450,7 +450,7 @@ def write_synthetic(
         (:func:`synthetic_keys`): resources written with disjoint ranges share no key, so labels
         of one never answer for another (successive releases of a series). Ranks, scores and
         labels do not depend on it; the rank tie-break (ascending key hash) keeps the file order.
-    judge_accuracy : float in [0, 1], optional
+    judge_accuracy : float in (0, 1], optional
         Add a column ``judge`` (int8): an automatic judge's verdict on each item, equal to its
         label with probability ``judge_accuracy`` and flipped otherwise, independently (seeded by
         ``seed``), e.g. for ``prdist run --judge-column judge``.
@@ -502,11 +502,10 @@ def write_synthetic(
     order = check_choice(order, name="order", owner=owner, choices=("sorted", "shuffled"))
     if partitions is None:
         partitions = -(-n // DEFAULT_FILE_ROWS)
-    partitions = check_int(partitions, name="partitions", owner=owner, low=1, high=n)
+    partitions = PARTITIONS.check(partitions, owner=owner, bound=n)
     row_group_size = check_int(row_group_size, name="row_group_size", owner=owner, low=1)
-    key_offset = check_int(key_offset, name="key_offset", owner=owner, low=0, high=2**62 - n)
-    if judge_accuracy is not None:
-        judge_accuracy = check_float(judge_accuracy, name="judge_accuracy", owner=owner, low=0.0, high=1.0)
+    key_offset = KEY_OFFSET.check(key_offset, owner=owner, bound=n)
+    judge_accuracy = JUDGE_ACCURACY.check(judge_accuracy, owner=owner)
     if not isinstance(out, (str, os.PathLike)) or not os.fspath(out):
         raise ParameterError(f"The 'out' parameter of {owner} must be a path or URL. Got {out!r} instead.")
     location = resolve(out, storage_options=storage_options)

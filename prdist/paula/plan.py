@@ -11,6 +11,7 @@ from prdist._validation import check_int
 from prdist.errors import ParameterError
 from prdist.paula.grid import GeometricGrid, GridParameters, exact_eps
 from prdist import params as P
+from prdist.params import MAX_PLAN_SIZE  # declared with the parameters: a compare budget is held as a plan is
 
 __all__ = ["MAX_PLAN_SIZE", "PaulaPlan", "check_plan_fits", "exhaustive_plan_note", "plan_paula"]
 
@@ -64,9 +65,6 @@ class PaulaPlan(GridParameters):
         return role, grid_index
 
 
-#: The most ranks a plan may hold: 256 MiB per int64 array (a plan's arrays and their sort
-#: need a few of them); a resource of 10^12 items at eps=0.03, window=100 plans 78,658.
-MAX_PLAN_SIZE = 2**25
 #: The highest grid index a plan may reach: each grid point costs an exact power (about 8 µs),
 #: and eps below about 1.5e-5 passes it at the default window.
 MAX_GRID_INDEX = 2**20

@@ -18,6 +18,8 @@ from prdist.errors import ParameterError
 from tests.support.paths import ROOT
 CHECKS = {"check_int": "int", "check_float": "float", "check_choice": "choice"}
 BOUNDS = ("low", "high", "low_open", "high_open")
+#: A bound computed from another argument (``high=n``), as a parameter ``bounded_by`` another declares it.
+COMPUTED = "computed"
 #: Parameters that share a declared one's name and constraint but are another parameter.
 HOMONYMS = {("prdist/history.py", "k"): "the number of releases flagged at once, not the top-k size"}
 
@@ -33,7 +35,8 @@ def _sources():
 
 def _constraint(call: ast.Call, kind: str, module: str):
     """The constraint a ``check_*`` call writes as literals (None when it spells none itself, e.g.
-    ``**CONFIDENCE.bounds``): the range as (low, high, low_open, high_open), or the choices."""
+    ``**CONFIDENCE.bounds``): the range as (low, high, low_open, high_open), or the choices; a
+    bound computed from another argument (``high=2**62 - n``) is :data:`COMPUTED`."""
     given = {k.arg: k.value for k in call.keywords if k.arg}
     if kind == "choice":
         if "choices" not in given:
@@ -41,15 +44,22 @@ def _constraint(call: ast.Call, kind: str, module: str):
         return tuple(eval(ast.unparse(given["choices"]), vars(importlib.import_module(module))))  # noqa: S307
     if not any(b in given for b in BOUNDS):
         return None
-    try:
-        values = {b: ast.literal_eval(given[b]) for b in BOUNDS if b in given}
-    except ValueError:  # a bound computed from another argument: not a literal of the declaration
-        return None
+    values = {b: _value(given[b], module) for b in BOUNDS if b in given}
     return tuple(values.get(b, False if b.endswith("open") else None) for b in BOUNDS)
 
 
+def _value(node: ast.expr, module: str):
+    """A bound as the module's globals give it (``high=MAX_PLAN_SIZE``), or :data:`COMPUTED` from a local."""
+    try:
+        return eval(ast.unparse(node), vars(importlib.import_module(module)))  # noqa: S307
+    except NameError:
+        return COMPUTED
+
+
 def _declared(param: P.Param):
-    return param.choices if param.kind == "choice" else (param.low, param.high, param.low_open, param.high_open)
+    if param.kind == "choice":
+        return param.choices
+    return (param.low, COMPUTED if param.upper else param.high, param.low_open, param.high_open)
 
 
 def second_literals(sources) -> list[str]:
@@ -86,17 +96,24 @@ def test_each_declared_constraint_is_written_once():
 
 def test_the_scan_finds_a_second_literal(tmp_path):
     """The scan fails on the code before the model: a hand-written range of a declared parameter
-    and a flag-named message with the range written out."""
+    (with a bound named by a constant or computed from another argument, for one ``bounded_by``
+    it) and a flag-named message with the range written out."""
     module = tmp_path / "written_twice.py"
     module.write_text(
-        "from prdist._validation import check_float\n"
-        "def f(eps, text):\n"
+        "from prdist._validation import check_float, check_int\n"
+        "def f(eps, text, budget, n, k):\n"
         "    check_float(eps, name='eps', owner='f', low=0.0, high=1.0, low_open=True)\n"
         "    check_float(eps, name='eps', owner='f', low=0.0, high=2.0)\n"  # another constraint: not a copy
         "    raise ValueError(f'--confidence must be a number in (0, 1). Got {text!r}.')\n"
+        "    check_int(budget, name='budget', owner='f', low=2, high=MAX_PLAN_SIZE)\n"
+        "    check_int(budget, name='--budget', owner='f', low=1)\n"  # another constraint: not a copy
+        "    check_int(k, name='--key-offset', owner='f', low=0, high=2**62 - n)\n"
+        "    check_int(k, name='partitions', owner='f', low=1, high=n)\n"
+        "    check_int(k, name='partitions', owner='f', low=1, high=100)\n"  # a constant: not its bound
     )
-    found = second_literals([("prdist._validation", module, "written_twice.py")])
-    assert [line.split(": ")[0].rsplit(":", 1)[1] for line in found] == ["3", "5"]
+    # the globals of a module that imports MAX_PLAN_SIZE name the constants
+    found = second_literals([("prdist.paula.plan", module, "written_twice.py")])
+    assert sorted(int(line.split(": ")[0].rsplit(":", 1)[1]) for line in found) == [3, 5, 6, 8, 9]
 
 
 def _options(parser, words=("prdist",)):
@@ -135,15 +152,40 @@ def test_each_flag_of_a_declared_parameter_is_built_from_the_model():
         (["budget", "--n", "100", "--p-min", "0"], P.P_MIN, 0.0),
         (["budget", "--n", "100", "--alpha", "0"], P.ALPHA, 0.0),
         (["synth", "--n", "100", "--seed", "1", "--judge-accuracy", "0", "--out", "x"], P.JUDGE_ACCURACY, 0.0),
+        (["synth", "--n", "100", "--seed", "1", "--partitions", "0", "--out", "x"], P.PARTITIONS, 0),
+        (["synth", "--n", "100", "--seed", "1", "--partitions", "101", "--out", "x"], P.PARTITIONS, 101),
+        (["synth", "--n", "100", "--seed", "1", "--key-offset", "-1", "--out", "x"], P.KEY_OFFSET, -1),
+        (["synth", "--n", "100", "--seed", "1", "--key-offset", str(2**62 - 99), "--out", "x"], P.KEY_OFFSET, 2**62 - 99),
+        (["compare", "--system", "a=sys", "--budget", "1", "--seed", "0", "--out", "x"], P.BUDGET, 1),
+        (["compare", "--system", "a=sys", "--budget", str(2**25 + 1), "--seed", "0", "--out", "x"], P.BUDGET, 2**25 + 1),
     ],
 )
 def test_a_flag_message_is_the_models_under_the_flag(argv, param, value, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     command = f"prdist {argv[0]}"
-    with pytest.raises(ParameterError) as expected:
-        param.check(value, owner=command, name=param.flag)
+    with pytest.raises(ParameterError) as expected:  # the synth cases' --n 100 bounds --partitions and --key-offset
+        param.check(value, owner=command, name=param.flag, bound=100)
     assert main(argv) == 2
     assert capsys.readouterr().err == f"prdist: error: {expected.value}\n"
+
+
+def test_the_library_calls_take_the_command_lines_rule(tmp_path):
+    """write_synthetic refused only a judge accuracy outside [0, 1] and allocate_budget a budget
+    below 1, where prdist synth and CompareParams refuse 0 and a budget outside [2, 2**25]."""
+    from prdist import population
+    from prdist.dataflow.compare.params import CompareParams, allocate_budget
+    from prdist.dataflow.synth import write_synthetic
+
+    model = population.binormal(neg=(0, 1), pos=(1, 1), prevalence=0.5)
+    with pytest.raises(ParameterError, match=r"^The 'judge_accuracy' parameter of write_synthetic must be a float in \(0, 1\]"):
+        write_synthetic(model, n=10, out=str(tmp_path / "r"), seed=1, judge_accuracy=0.0)
+    with pytest.raises(ParameterError, match=r"^The 'partitions' parameter of write_synthetic must be an int in \[1, 10\]"):
+        write_synthetic(model, n=10, out=str(tmp_path / "r"), seed=1, partitions=11)
+    for call, owner in ((lambda b: allocate_budget([5], b), "allocate_budget"), (lambda b: CompareParams(budget=b), "CompareParams")):
+        for budget in (1, P.MAX_PLAN_SIZE + 1):
+            with pytest.raises(ParameterError, match=rf"^The 'budget' parameter of {owner} must be an int in \[2, 33554432\]"):
+                call(budget)
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_confidence_message_takes_the_models_range(capsys, tmp_path, monkeypatch):
@@ -162,7 +204,7 @@ def test_the_flows_and_dataclasses_take_the_models_defaults():
     declared = {p.name: p for p in P.DECLARED}
     for body in (evaluate_release, compare_systems):
         for name, parameter in inspect.signature(body).parameters.items():
-            if name in declared and parameter.default is not None and not isinstance(parameter.default, bool):
+            if name in declared and parameter.default not in (None, parameter.empty) and not isinstance(parameter.default, bool):
                 assert parameter.default == declared[name].default, (body.__name__, name)
     for cls in (EvaluationParams, CompareParams):
         for field in cls.__dataclass_fields__.values():

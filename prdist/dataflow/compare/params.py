@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from prdist import params as P
-from prdist._validation import check_confidence, check_int
+from prdist._validation import check_confidence
 from prdist.errors import DataError, ParameterError
 from prdist.importance import SamplingDistribution
-from prdist.paula.plan import MAX_PLAN_SIZE  # a budget of draws is held as a plan is
 from prdist.dataflow.io.parquet import Resource, open_resource
 
 __all__ = ["ALLOCATIONS", "CompareParams", "System", "allocate_budget", "check_system_name", "open_systems"]
@@ -51,7 +50,7 @@ class CompareParams:
     Parameters
     ----------
     budget : int
-        Total draws over all systems, >= 2 per system.
+        Total draws over all systems, >= 2 per system and at most 2**25 (:data:`prdist.params.MAX_PLAN_SIZE`).
     seed : int, default=0
         Seed of every draw: system j draws from child j of ``SeedSequence(seed)``.
     distribution : SamplingDistribution, default=uniform
@@ -78,7 +77,7 @@ class CompareParams:
 
     def __post_init__(self):
         owner = "CompareParams"
-        object.__setattr__(self, "budget", check_int(self.budget, name="budget", owner=owner, low=2, high=MAX_PLAN_SIZE))
+        object.__setattr__(self, "budget", P.BUDGET.check(self.budget, owner=owner))
         object.__setattr__(self, "seed", P.SEED.check(self.seed, owner=owner))
         if not isinstance(self.distribution, SamplingDistribution):
             raise ParameterError(
@@ -162,7 +161,7 @@ def allocate_budget(support_sizes, budget, allocation: str = EVEN) -> np.ndarray
     support_sizes : array-like of int, shape (m,)
         Items with positive probability in every system (used by ``"proportional"``).
     budget : int
-        Total draws, at least 2 per system.
+        Total draws, at least 2 per system and at most 2**25 (:data:`prdist.params.MAX_PLAN_SIZE`).
     allocation : {"even", "proportional"}, default="even"
         ``"even"``: ``budget // m`` each, one more for the first ``budget % m`` systems.
         ``"proportional"``: 2 each, the rest in proportion to the support sizes (largest
@@ -185,7 +184,7 @@ def allocate_budget(support_sizes, budget, allocation: str = EVEN) -> np.ndarray
     if sizes.ndim != 1 or sizes.size == 0 or sizes.dtype.kind not in "iu" or (sizes < 1).any():
         raise ParameterError(f"The 'support_sizes' parameter of {owner} must be positive integers, one per system. Got {support_sizes!r}.")
     m = sizes.size
-    budget = check_int(budget, name="budget", owner=owner, low=1)
+    budget = P.BUDGET.check(budget, owner=owner)
     P.ALLOCATION.check(allocation, owner=owner)
     if budget < 2 * m:
         raise ParameterError(
