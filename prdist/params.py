@@ -33,6 +33,7 @@ __all__ = [
     "check_float",
     "check_int",
     "DECLARED",
+    "LARGEST_COUNT",
     "MAX_PLAN_SIZE",
 ]
 
@@ -322,9 +323,20 @@ KEY_OFFSET = Param("key_offset", "int", low=0, bounded_by="2**62 - n", upper=lam
                    help="keys of generation positions K..K+N-1 (default 0): releases given disjoint ranges share no key")
 JUDGE_ACCURACY = Param("judge_accuracy", "float", low=0.0, high=1.0, low_open=True, optional=True, metavar="A")
 
+# --------------------------------------------------------------------------------------------
+# prdist history (write_history, history_table)
+# --------------------------------------------------------------------------------------------
+
+#: The largest whole number an option may take: prdist counts ranks, items and draws in int64.
+LARGEST_COUNT = 2**63 - 1
+#: One rank of ``ranks`` (the option holds several, comma-separated).
+RANK = Param("ranks", "int", low=1, high=LARGEST_COUNT, optional=True, metavar="R,R,...",
+             help="ranks to follow (default: the latest run's guaranteed cut-offs and the powers of ten)")
+
 #: Every declared parameter (tests/integration/test_params.py checks none is constrained a second time).
 DECLARED = (
     METHOD, EPS, WINDOW, R_TILDE, CONFIDENCE, SEED, ORACLE_COLUMN, BANDS, AGGREGATE, JUDGE_COLUMN, GOLD_BUDGET,
     SAMPLE_SIZE, BAND_SAMPLE, BAND_REPLICATES, TARGET, DEMO_N, ALPHA, P_MIN, DELTA, ALLOCATION, WEIGHTS,
     DISTRIBUTION, K, POWER, BUDGET, PREVALENCE, PARTITIONS, KEY_OFFSET, JUDGE_ACCURACY,
+    RANK,
 )

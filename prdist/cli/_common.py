@@ -8,6 +8,7 @@ import re
 import sys
 
 from prdist import params as P
+from prdist.params import LARGEST_COUNT  # re-exported: prdist.cli.LARGEST_COUNT
 from prdist.errors import InputError
 
 
@@ -125,10 +126,6 @@ def _require_store(url: str | None, option: str, storage_options, *, first: str 
     if url is not None and not store_exists(url, storage_options=storage_options):
         raise InputError(f"No label store at {url!r} ({option}): check the path, or import labels first with "
                          f"'prdist labels import --store {url} FILE'" + (f" ({first})." if first else "."))
-
-
-#: The largest whole number an option may take: prdist counts ranks, items and draws in int64.
-LARGEST_COUNT = 2**63 - 1
 
 
 def count(text: str) -> int:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
+from prdist import params as P
 from prdist.errors import InputError
 from prdist.cli._common import (
     EXIT_OK,
-    LARGEST_COUNT,
     _add_storage_options,
     _one_line,
     _shown,
@@ -32,7 +32,7 @@ def _add_history(sub) -> None:
     add = parser.add_argument
     add("--runs", required=True, metavar="URL", help="root of the run directories (the --out of prdist run)")
     add("--series", default=None, metavar="NAME", help="only this series (default: every series found)")
-    add("--ranks", default=None, metavar="R,R,...", help="ranks to follow (default: the latest run's guaranteed cut-offs and the powers of ten)")
+    P.RANK.add_to(add, type=str)  # several ranks, comma-separated: each checked in _cmd_history
     add("--out", default=None, metavar="DIR",
         help="output directory (default: <runs>/_history; with --series, <runs>/_history/<series>-<hash>, "
              "so the two never overwrite each other)")
@@ -48,7 +48,7 @@ def _cmd_history(args) -> int:
     ranks = None
     if args.ranks is not None:
         parts = args.ranks.split(",")
-        if not all(p.strip().isdigit() and 1 <= int(p) <= LARGEST_COUNT for p in parts):
+        if not all(p.strip().isdigit() and P.RANK.contains(int(p)) for p in parts):
             raise InputError(f"--ranks must be ranks (whole numbers from 1 to 2^63 - 1) separated by commas, e.g. '--ranks 100,1000,10000'. Got {args.ranks!r}.")
         ranks = sorted({int(p) for p in parts})
     options = _storage_options(args)

@@ -38,6 +38,7 @@ import pandas as pd
 import pyarrow as pa
 
 from prdist.errors import DataError, InputError, ParameterError
+from prdist.params import RANK
 from prdist.history import (
     JudgeRates,
     certain_changes,
@@ -321,6 +322,8 @@ def history_table(records: list[RunRecord], *, ranks=None, storage_options=None,
     ``certifies`` says what each row's bounds hold for; a release that certifies something else
     than the previous one (gold against verdicts) has no change.
     """
+    if ranks is not None:
+        ranks = [RANK.check(rank, owner="history_table") for rank in ranks]
     placed = placed_releases(records)
     if ranks is None:
         latest = placed[-1][0].manifest

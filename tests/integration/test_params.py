@@ -188,6 +188,14 @@ def test_the_library_calls_take_the_command_lines_rule(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_history_table_takes_the_rule_of_the_ranks_option():
+    """prdist history refused a rank outside [1, 2^63 - 1]; history_table took any int64."""
+    from prdist.dataflow.history import history_table
+
+    with pytest.raises(ParameterError, match=r"^The 'ranks' parameter of history_table must be an int in \[1, 9223372036854775807\]. Got 0"):
+        history_table([], ranks=[10, 0])
+
+
 def test_the_confidence_message_takes_the_models_range(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--confidence", "1"]) == 2
