@@ -297,9 +297,9 @@ def process_cluster():
 
 @pytest.mark.slow
 def test_a_worker_killed_during_rank_selection_changes_nothing(tmp_path, process_cluster, monkeypatch):
-    from prdist.dataflow.run import steps as run_module
+    from prdist.dataflow.ranks import extract as extract_module
 
-    # Unsorted: the ranks are found by select_ranks' passes over every file, one task per file.
+    # Unsorted: the ranks are found by the selection's passes over every file, one task per file.
     url = write_resource(tmp_path / "resource", n=1_200_000, files=12, seed=3, shuffled=True)
     address = process_cluster.scheduler.address
     args = ["run", "--resource", url, "--oracle-column", "label", "--eps", "0.05", "--window", "50",
@@ -309,7 +309,7 @@ def test_a_worker_killed_during_rank_selection_changes_nothing(tmp_path, process
     reference = Path(last_line(out))
 
     killed = []
-    select = run_module.select_ranks
+    select = extract_module.selection  # what the run's extraction calls on an unsorted resource
 
     def select_with_a_kill(*a, **k):
         pids = process_cluster.run(os.getpid)
@@ -332,7 +332,7 @@ def test_a_worker_killed_during_rank_selection_changes_nothing(tmp_path, process
         finally:
             thread.join(timeout=60)
 
-    monkeypatch.setattr(run_module, "select_ranks", select_with_a_kill)
+    monkeypatch.setattr(extract_module, "selection", select_with_a_kill)
     started = time.monotonic()
     code, out, err = cli(*args, "--out", str(tmp_path / "runs"))
     elapsed = time.monotonic() - started
@@ -403,7 +403,7 @@ def outage_at_extraction(server: RestartableS3, monkeypatch, *, seconds: float) 
     from prdist.dataflow.run import steps as run_module
 
     outage = {}
-    extract = run_module.extract_ranks
+    extract = run_module.extract  # the run's one extraction entry, sorted or not
 
     def extract_during_an_outage(*a, **k):
         if not outage:
@@ -419,7 +419,7 @@ def outage_at_extraction(server: RestartableS3, monkeypatch, *, seconds: float) 
             outage["thread"].start()
         return extract(*a, **k)
 
-    monkeypatch.setattr(run_module, "extract_ranks", extract_during_an_outage)
+    monkeypatch.setattr(run_module, "extract", extract_during_an_outage)
     return outage
 
 
