@@ -82,13 +82,21 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _poll(check, *, timeout: float, interval: float = 1.0, what: str):
+    """``check()`` until it returns something true, for up to ``timeout`` seconds. A request of
+    ``check`` that times out counts as "not yet": the server answers slowly on a loaded machine
+    (its SQLite), and what the caller waits for is the state, by the deadline."""
     deadline = time.monotonic() + timeout
+    slow = None
     while True:
-        result = check()
+        try:
+            result = check()
+        except httpx.TimeoutException as exc:
+            result, slow = None, exc
         if result:
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+            late = f" (a request timed out: {slow!r})" if slow is not None else ""
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{late}")
         time.sleep(interval)
 
 
