@@ -54,15 +54,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from prdist import plan_paula
+from prdist.verdicts.audit import plan_gold_audit, segments
 from prdist.verdicts.known_quality import (
     NEUTRAL,
     _coefficients,
     _estimate,
     _predictor,
-    _segments,
-    _SegmentStats,
+    _StrataStats,
     gold_bounds,
-    plan_gold_audit,
 )
 
 SETTINGS = (
@@ -80,13 +79,15 @@ SIGNAL = 1.2815515655446004  # the 0.9 quantile of N(0, 1)
 
 @dataclass(frozen=True)
 class Outcome:
-    """One resource under one setting: coverage and mean widths, of the method and gold alone."""
+    """One resource under one setting: coverage and mean widths, of the method and gold alone;
+    for a setting with a judge, also those of the audit stratified by the judge's classes."""
 
     covered: bool
     width_all: float
     width_grid: float
     sd_built: float = float("nan")
     sd_floor: float = float("nan")
+    by_judge: "Outcome | None" = None
 
 
 def _flip(truth: np.ndarray, right: np.ndarray, rng) -> np.ndarray:
@@ -122,7 +123,7 @@ def _outcome(bounds, exact: np.ndarray, grid_rows: np.ndarray) -> Outcome:
 
 
 def _functionals(plan):
-    seg = _segments(plan)
+    seg = segments(plan)
     return seg, np.vstack(_coefficients(plan, seg))
 
 
@@ -131,12 +132,12 @@ def sd_ratios(plan, truth: np.ndarray, gold: np.ndarray, verdicts: np.ndarray, j
     functionals with an audited segment (see the module notes)."""
     f, _ = _predictor(verdicts, judge)
     seg, B = _functionals(plan)
-    built = _estimate(B, _SegmentStats.of(seg, gold, f), tune=True).se
-    alone = _estimate(B, _SegmentStats.of(seg, gold, np.full(plan.size, NEUTRAL)), tune=False).se
-    n = _SegmentStats.of(seg, gold, f).audited
+    index, count = seg.index(plan.size), seg.sizes.size
+    built = _estimate(B, _StrataStats.of(index, count, gold, f), tune=True).se
+    alone = _estimate(B, _StrataStats.of(index, count, gold, np.full(plan.size, NEUTRAL)), tune=False).se
+    n = _StrataStats.of(index, count, gold, f).audited
     N = seg.sizes.astype(float)
     K = np.where(n > 0, N**2 * (1 - n / N) / np.maximum(n, 1), 0.0)
-    index = seg.index(plan.size)
 
     def within(x, y):  # within-segment covariance over all planned items (ddof 1)
         mx, my = (np.bincount(index, v, seg.sizes.size) / N for v in (x, y))
@@ -168,7 +169,13 @@ def simulate(seed: int, *, n: int, settings=SETTINGS, eps=0.03, window=100, gold
         verdicts, judge = verdicts_of(setting, truth, plan.ranks, n, rng)
         measured = _outcome(gold_bounds(plan, verdicts, gold, confidence=confidence, judge=judge), exact, grid_rows)
         built, floor = sd_ratios(plan, truth, gold, verdicts, judge)
-        out[setting] = Outcome(measured.covered, measured.width_all, measured.width_grid, built, floor)
+        by_judge = None
+        if judge is not None:  # the same number of gold labels, drawn half and half from the judge's classes
+            chosen = np.isin(plan.ranks, plan_gold_audit(plan, round(gold_share * plan.size), seed=seed, judge=judge))
+            stratified = np.where(chosen, truth, np.nan)
+            by_judge = _outcome(gold_bounds(plan, verdicts, stratified, confidence=confidence, judge=judge,
+                                            audit_judge=judge), exact, grid_rows)
+        out[setting] = Outcome(measured.covered, measured.width_all, measured.width_grid, built, floor, by_judge)
     return out, alone
 
 
@@ -183,7 +190,9 @@ def run(*, n: int, resources: int, settings=SETTINGS, confidence=0.95, eps=0.03,
             per[s].append(outcomes[s])
 
     def summary(items):
+        judged = [o.by_judge for o in items if o.by_judge is not None]
         return {
+            "by_judge": summary(judged) if judged else None,
             "coverage": float(np.mean([o.covered for o in items])),
             "width_all": float(np.mean([o.width_all for o in items])),
             "width_grid": float(np.mean([o.width_grid for o in items])),
@@ -208,16 +217,28 @@ def main(argv=None) -> None:
     base = result["gold alone"]
     print(f"n = {args.n:,}, plan of {plan.size:,} items, gold on {round(0.1 * plan.size):,} (10 %), "
           f"{args.resources} resources, confidence {args.confidence:g} (coverage goal >= {goal:.2f})")
-    print("| setting | coverage | width (all rows) | width (grid) | ratio to gold alone (all / grid) | sd built / sd floor |")
-    print("|---|---|---|---|---|---|")
+    print("| setting | audit | coverage | width (all rows) | width (grid) | ratio to gold alone (all / grid) | sd built / sd floor | Neyman floor |")
+    print("|---|---|---|---|---|---|---|---|")
+
+    def row(name, design, s, sd="", neyman=""):
+        below = "" if s["coverage"] >= goal else " (below goal)"
+        print(f"| {name} | {design} | {s['coverage']:.3f}{below} | {s['width_all']:.4f} | {s['width_grid']:.4f} | "
+              f"{s['width_all'] / base['width_all']:.2f} / {s['width_grid'] / base['width_grid']:.2f} | {sd} | {neyman} |")
+
     for name, s in result.items():
         sd = "" if np.isnan(s["sd_floor"]) else f"{s['sd_built']:.2f} / {s['sd_floor']:.2f}"
-        print(f"| {name} | {s['coverage']:.3f}{'' if s['coverage'] >= goal else ' (below goal)'} | {s['width_all']:.4f} | "
-              f"{s['width_grid']:.4f} | {s['width_all'] / base['width_all']:.2f} / {s['width_grid'] / base['width_grid']:.2f} | {sd} |")
+        row(name, "proportional", s, sd)
+        if s.get("by_judge"):
+            accuracy = name.split()[1] if name.split()[-1][0].isdigit() and "prob" not in name else None
+            neyman = f"{2 * np.sqrt(float(accuracy) * (1 - float(accuracy))):.2f}" if accuracy else ""
+            row(name, "by judge class", s["by_judge"], "", neyman)
     print("\nsd floor: the smallest ratio of the audit's standard deviation to gold alone's that any λ reaches "
-          "(oracle λ in [0, 1], true within-segment variances); sd built: the construction's estimated standard error over "
-          "gold alone's. The width ratio cannot fall much below the sd floor (the monotone-rate margins do not shrink), so "
-          "the width goal (0.6x at judge 0.9) is out of reach of any construction of this kind where that floor is above 0.6.")
+          "(oracle λ in [0, 1], true within-segment variances) with a proportional audit; sd built: the construction's "
+          "estimated standard error over gold alone's. Neyman floor: 2 sqrt(a (1 - a)), the standard deviation over "
+          "gold alone's of the best audit a 0/1 judge of accuracy a (sensitivity = specificity) allows, half the gold in "
+          "each of its classes (prdist.verdicts.audit): no valid interval of this kind is narrower on average, so a "
+          "width ratio <= 0.6 at a = 0.9 sits exactly at that floor, before the monotone-rate margins (which do not "
+          "shrink with a better judge) and finite-sample costs.")
     print(f"\n{elapsed:.0f} s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
 

@@ -91,12 +91,16 @@ def extract_task(resource, ranks: np.ndarray, scheduler: str | None, staging: Lo
 
 
 @step(**IO_RETRIES)
-def labels_task(staged: Location, params: ev.EvaluationParams, store: Location | None, audit: np.ndarray | None = None):
+def labels_task(staged: Location, planned: ev.PlannedRanks, params: ev.EvaluationParams, store: Location | None):
+    """The extracted items, the plan with its gold audit (drawn here when a judge column shapes
+    it) and the items' labels."""
     from prdist.dataflow.run.steps import read_items
 
     extraction = read_items(staged)
-    return extraction, ev.resolve_labels(extraction.items, oracle_column=params.oracle_column, store=store,
-                                    rule=params.aggregate, judge_column=params.judge_column, audit=audit)
+    planned = ev.with_judge_audit(planned, extraction.items, params)
+    return planned, extraction, ev.resolve_labels(extraction.items, oracle_column=params.oracle_column, store=store,
+                                                  rule=params.aggregate, judge_column=params.judge_column,
+                                                  audit=planned.in_audit)
 
 
 @step(**IN_MEMORY)
@@ -189,7 +193,7 @@ def _compute(res, planned, params: ev.EvaluationParams, *, out: Location, labels
              series: str | None):
     """Extract, label, estimate, (bands, exact precision), write: the run's outcome and its cut-off bounds."""
     staged = extract_task(res, planned.ranks, scheduler, ev.staging_url(out, res, params))
-    extraction, resolution = labels_task(staged, params, labels, planned.in_audit)
+    planned, extraction, resolution = labels_task(staged, planned, params, labels)
     items = extraction.items
     est = estimate_task(planned, resolution.labels, params, resolution.certified_gold, resolution.judge)
     pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")

@@ -33,7 +33,10 @@ disjoint (:func:`judge_drift`): then, when all those intervals hold, the judge's
 two releases' planned items differs. The intervals treat the audited gold positives (negatives)
 as a uniform random sample of the planned items' gold positives (negatives), which the audit
 is up to its stratification by segment with equal sampling fractions
-(:func:`prdist.verdicts.known_quality.plan_gold_audit`). A rate may differ because the judge changed or
+(:func:`prdist.verdicts.audit.plan_gold_audit`). An audit drawn by the judge's classes samples
+them at unequal rates: its rates are design-weighted and their intervals Clopper-Pearson at
+Kish's effective sample size (Korn and Graubard's interval for weighted samples), which holds
+approximately, not exactly. A rate may differ because the judge changed or
 because the items did (the same judge on harder items): both are drift of the judge's quality
 on what it judges.
 
@@ -133,7 +136,7 @@ class JudgeRates:
     confidence: float
 
 
-def _rate(hits: int, trials: int, tail: float) -> tuple[float, float, float] | None:
+def _rate(hits: float, trials: float, tail: float) -> tuple[float, float, float] | None:
     """(hits / trials, Clopper-Pearson lower, upper), each side with error ``tail``; None without trials."""
     from prdist.sampling.random import _clopper_pearson_lower, _clopper_pearson_upper
 
@@ -150,7 +153,9 @@ def judge_rates(counts: Mapping, confidence: float, place: int) -> JudgeRates:
     ----------
     counts : mapping
         ``true_positive``, ``false_negative``, ``true_negative``, ``false_positive`` (and ``kappa``)
-        as a run's manifest records them under ``verdict_quality.judge``.
+        as a run's manifest records them under ``verdict_quality.judge``; with ``design_weighted``
+        (an audit drawn by the judge's classes) the rates are its weighted ones and the intervals
+        Clopper-Pearson at Kish's effective numbers of gold positives and negatives.
     confidence : float in (0, 1)
         The series' confidence; the release at ``place`` spends ``delta_k`` of its budget
         (:func:`release_confidence`), half on each rate.
@@ -163,9 +168,27 @@ def judge_rates(counts: Mapping, confidence: float, place: int) -> JudgeRates:
     (0.9, 0.804, 0.959, 0.9848)
     """
     tail = (1.0 - release_confidence(confidence, place)) / 4  # two rates, two sides each
-    tp, fn, tn, fp = (int(counts[name]) for name in ("true_positive", "false_negative", "true_negative", "false_positive"))
-    return JudgeRates(tp + fn + tn + fp, _rate(tp, tp + fn, tail), _rate(tn, tn + fp, tail), counts.get("kappa"),
+    names = ("true_positive", "false_negative", "true_negative", "false_positive")
+    tp, fn, tn, fp = (int(counts[name]) for name in names)
+    compared = tp + fn + tn + fp
+    if "design_weighted" in counts:  # an audit drawn by the judge's classes: Kish-effective sizes
+        weighted = counts["design_weighted"]
+        wtp, wfn, wtn, wfp = (float(weighted[name]) for name in names)
+        sensitivity = _weighted_rate(wtp, wtp + wfn, float(weighted["positives_effective"]), tail)
+        specificity = _weighted_rate(wtn, wtn + wfp, float(weighted["negatives_effective"]), tail)
+        return JudgeRates(compared, sensitivity, specificity, counts.get("kappa"), 1.0 - 2 * tail)
+    return JudgeRates(compared, _rate(tp, tp + fn, tail), _rate(tn, tn + fp, tail), counts.get("kappa"),
                       1.0 - 2 * tail)
+
+
+def _weighted_rate(hits: float, total: float, effective: float, tail: float) -> tuple[float, float, float] | None:
+    """A design-weighted rate with the Clopper-Pearson interval at Kish's effective sample size
+    (Korn and Graubard's interval for weighted samples: approximate)."""
+    if total <= 0 or effective <= 0:
+        return None
+    rate = hits / total
+    interval = _rate(rate * effective, effective, tail)
+    return rate, interval[1], interval[2]
 
 
 def judge_drift(previous: JudgeRates | None, current: JudgeRates | None) -> str:

@@ -296,7 +296,7 @@ def _plan_columns(record: RunRecord, storage_options) -> pd.DataFrame:
     fs, path = filesystem(join_url(record.url, "plan.parquet"), storage_options)
     with fs.open(path, "rb") as fh:
         names = pq.read_schema(fh).names
-        wanted = ["rank", "label"] + ([c for c in ("gold", "judge") if c in names] if record.certifies == "gold" else [])
+        wanted = ["rank", "label"] + ([c for c in ("gold", "judge", "audit_class") if c in names] if record.certifies == "gold" else [])
         fh.seek(0)
         return pd.read_parquet(fh, columns=wanted)
 
@@ -310,6 +310,8 @@ def _rebound(planned: ev.PlannedRanks, plan: pd.DataFrame, params: ev.Evaluation
     if "gold" not in plan.columns:
         raise DataError("a run that certifies gold has no 'gold' column in its plan.parquet; the run was altered.")
     judge = plan["judge"].to_numpy(dtype=np.float64) if "judge" in plan.columns else None
+    if "audit_class" in plan.columns:  # the audit was drawn by the judge column's classes
+        planned = dataclasses.replace(planned, audit_judge=plan["audit_class"].to_numpy(dtype=np.float64))
     gold = planned.plan_labels(plan["gold"].to_numpy(dtype=np.float64))
     return ev.gold_paula(planned, planned.plan_labels(labels), gold, judge, params)
 

@@ -109,8 +109,9 @@ def quality_text(quality: dict) -> str:
 
     positives = quality["true_positive"] + quality["false_negative"]
     negatives = quality["true_negative"] + quality["false_positive"]
+    weighted = " (weighted by the audit's design)" if "design_weighted" in quality else ""
     return (f"sensitivity {share('sensitivity')} over {positives:,} gold-correct items, specificity "
-            f"{share('specificity')} over {negatives:,} gold-incorrect items, kappa {share('kappa')}")
+            f"{share('specificity')} over {negatives:,} gold-incorrect items, kappa {share('kappa')}{weighted}")
 
 
 def assumptions_doubt(manifest: dict) -> str | None:

@@ -19,31 +19,36 @@ are the *checkpoints* c_1 < ... < c_P = g_ℓ. T_s is the number of gold positiv
    Algorithm 2's grid-point bounds are Y-_K = y(g_ℓ) + Σ_{k<K} (s_k / w_{k+1}) T_{W_{k+1}} and
    Y+_K = y(g_ℓ) + Σ_{k<K} (s_k / w_k) T_{W_k}, s_k = g_{k+1} - g_k. Each is a functional
    Θ = Σ_s b_s T_s with known coefficients b_s >= 0.
-2. Prediction-powered estimate of each Θ (design-based). The audit is a random sample of the
-   planned items, drawn without replacement within each segment (:func:`plan_gold_audit`), and
-   the analysis conditions on how many gold verdicts each segment holds (post-stratification).
-   With a predictor f_i in [0, 1] on every planned item (the judge's probability or verdict where
-   given, else the run's verdict, else 1/2) and any λ,
+2. Prediction-powered estimate of each Θ (design-based). The audit is a stratified random sample
+   of the planned items (:func:`~prdist.verdicts.audit.plan_gold_audit`): its strata are the
+   segments or, when it was drawn with a judge, every segment's two judge classes (the items the
+   judge calls correct, and those it calls incorrect; :mod:`prdist.verdicts.audit` says why).
+   Items are drawn without replacement within each stratum, and the analysis conditions on how
+   many gold verdicts each stratum holds (post-stratification). Below, s runs over the strata and
+   b_s is the coefficient of the stratum's segment. With a predictor f_i in [0, 1] on every planned
+   item (the judge's probability or verdict where given, else the run's verdict, else 1/2) and any λ,
 
        Θ̂(λ) = Σ_s b_s [λ Σ_{i in s} f_i + (N_s / n_s) Σ_{i in s, audited} (g_i - λ f_i)]
 
    is unbiased for Θ for any fixed f and λ (N_s planned and n_s audited items in s), because the
    second term is the Horvitz-Thompson estimate of Σ_{i in s} (g_i - λ f_i). Its variance is
-   Σ_s b_s² N_s² (1 - n_s/N_s) S_s²(λ) / n_s, S_s² the within-segment variance of g - λ f.
+   Σ_s b_s² N_s² (1 - n_s/N_s) S_s²(λ) / n_s, S_s² the within-stratum variance of g - λ f.
    λ is power-tuned (PPI++), one per functional, from the same audit (as in PPI++, this keeps
    the estimate consistent and the interval asymptotically valid), clipped to [0, 1] as
    ppi-python does: a predictor anti-correlated with gold gets λ = 0, exactly gold alone's
    interval, a useless one a λ near 0, and a good one shrinks the variance by about
-   1 - corr(g, f)² within segments.
-   S_s² is estimated as the larger of the segment's sample variance of g - λ f and the
-   within-segment variance pooled over all segments, the pool counting two pseudo-observations
-   at ±1/2 about its mean (Agresti-Coull's one success and one failure). The floor keeps a segment whose few
+   1 - corr(g, f)² within strata (a 0/1 judge within its own classes is constant, so there the
+   gain is the stratification's, not λ's).
+   S_s² is estimated as the larger of the stratum's sample variance of g - λ f and the
+   within-stratum variance pooled over all strata of its pool (all strata; or, with judge
+   classes, the strata of the same class), the pool counting two pseudo-observations
+   at ±1/2 about its mean (Agresti-Coull's one success and one failure). The floor keeps a stratum whose few
    audited items all agree (rare errors unseen, a precision near 1) from claiming a variance near
    zero, the Wald interval's failure on rare events (and a predictor that agreed with every
-   audited gold verdict from claiming exactness); it costs width where segments differ. λ
-   minimises the variance with own plus pooled variance per segment (a quadratic in λ that
-   bounds the one used). A segment without any gold verdict contributes its
-   deterministic range [0, b_s N_s]; a segment audited whole contributes exactly.
+   audited gold verdict from claiming exactness); it costs width where strata differ. λ
+   minimises the variance with own plus pooled variance per stratum (a quadratic in λ that
+   bounds the one used). A stratum without any gold verdict contributes its
+   deterministic range [0, b_s N_s]; a stratum audited whole contributes exactly.
 3. Simultaneity. The interval Θ̂ ± z sd̂ is asked of 2P + 2(G - 1) events (both sides at every
    checkpoint, the lower side of Y-_K and the upper side of Y+_K, K = ℓ+1..L), each at level
    α_A / (2P + 2(G - 1)) (Bonferroni), α_A = (1 - confidence)/2, z the normal quantile. Each
@@ -63,9 +68,10 @@ are the *checkpoints* c_1 < ... < c_P = g_ℓ. T_s is the number of gold positiv
    non-decreasing and grows by at most one per rank). Past g_L no cap is used: the upper bound
    grows by one per rank there (valid without assumptions, loose on the last n - g_L ranks).
 
-Claim. If the audit is drawn as in step 2 independently of the verdicts, the judge and the gold
-labels, and gold is missing on audited items independently of its value (a "cannot judge" gold
-verdict counts as not audited), then ``gold_bounds(...).lower(r) <= p(r) <= .upper(r)`` at every
+Claim. If the audit is drawn as in step 2 independently of the verdicts and the gold labels
+(for an audit stratified by the judge: given the judge's classes, ``gold_bounds`` being given the
+same judge as ``audit_judge``), and gold is missing on audited items independently
+of its value (a "cannot judge" gold verdict counts as not audited), then ``gold_bounds(...).lower(r) <= p(r) <= .upper(r)`` at every
 rank of ``table()`` at once with probability at least ``confidence`` - up to the normal
 approximation of step 3 - whatever the verdicts and the judge say. Checkpoints and the prefix
 need no model; the grid points need (M) for gold, as :func:`prdist.paula_bounds` does.
@@ -89,15 +95,14 @@ from prdist._validation import as_label_array, check_confidence, check_int
 from prdist.paula.bounds import PaulaBounds, PaulaDiagnostics, _consistent_grid_bounds
 from prdist.paula.confidence import confidence_margins
 from prdist.errors import DataError, ParameterError
-from prdist.params import SEED
 from prdist.paula.plan import PaulaPlan
+from prdist.verdicts.audit import CLASSES, Segments, design_weights, judge_classes, segments, strata
 
 __all__ = [
     "Agreement",
     "GoldBounds",
     "VerdictQuality",
     "gold_bounds",
-    "plan_gold_audit",
     "ppi_mean_interval",
     "score_regions",
     "verdict_quality",
@@ -122,6 +127,12 @@ class Agreement:
     thresholded at one half). ``sensitivity`` = TP / (TP + FN), ``specificity`` = TN / (TN + FP),
     ``kappa`` = Cohen's kappa (observed minus chance agreement over one minus chance agreement);
     each is None when undefined (no gold positives, no gold negatives, chance agreement 1).
+
+    The four counts are over the compared items. When they are a sample drawn at unequal rates
+    (a gold audit drawn by the judge's classes), ``weighted`` holds the design-weighted counts
+    (each item counting N/n of its stratum: estimates of the counts over all planned items) and
+    the rates come from them, and ``effective`` holds Kish's effective numbers of gold positives
+    and negatives, (Σ w)² / Σ w², for intervals on the rates.
     """
 
     region: str
@@ -129,33 +140,44 @@ class Agreement:
     false_negative: int
     true_negative: int
     false_positive: int
+    weighted: tuple[float, float, float, float] | None = None
+    effective: tuple[float, float] | None = None
 
     @property
     def compared(self) -> int:
         return self.true_positive + self.false_negative + self.true_negative + self.false_positive
 
     @property
+    def _cells(self) -> tuple:
+        if self.weighted is not None:
+            return self.weighted
+        return self.true_positive, self.false_negative, self.true_negative, self.false_positive
+
+    @property
     def sensitivity(self) -> float | None:
-        return _ratio(self.true_positive, self.true_positive + self.false_negative)
+        tp, fn, _, _ = self._cells
+        return _ratio(tp, tp + fn)
 
     @property
     def specificity(self) -> float | None:
-        return _ratio(self.true_negative, self.true_negative + self.false_positive)
+        _, _, tn, fp = self._cells
+        return _ratio(tn, tn + fp)
 
     @property
     def kappa(self) -> float | None:
-        n = self.compared
+        tp, fn, tn, fp = self._cells
+        n = tp + fn + tn + fp
         if n == 0:
             return None
-        said_yes = self.true_positive + self.false_positive
-        gold_yes = self.true_positive + self.false_negative
-        observed = (self.true_positive + self.true_negative) / n
+        said_yes = tp + fp
+        gold_yes = tp + fn
+        observed = (tp + tn) / n
         chance = (said_yes * gold_yes + (n - said_yes) * (n - gold_yes)) / n**2
         return None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
 
     def to_dict(self) -> dict:
         """JSON-ready (strict JSON: undefined rates are null)."""
-        return {
+        out = {
             "region": self.region,
             "sensitivity": self.sensitivity,
             "specificity": self.specificity,
@@ -166,6 +188,11 @@ class Agreement:
             "true_negative": self.true_negative,
             "false_positive": self.false_positive,
         }
+        if self.weighted is not None:
+            names = ("true_positive", "false_negative", "true_negative", "false_positive")
+            out["design_weighted"] = {**dict(zip(names, self.weighted)), "positives_effective": self.effective[0],
+                                      "negatives_effective": self.effective[1]}
+        return out
 
 
 @dataclass(frozen=True)
@@ -218,18 +245,21 @@ def _unit_array(values, *, name: str, owner: str, size: int | None = None) -> np
     return arr
 
 
-def _agreement(region: str, said: np.ndarray, gold: np.ndarray) -> Agreement:
+def _agreement(region: str, said: np.ndarray, gold: np.ndarray, weights: np.ndarray | None = None) -> Agreement:
     yes, pos = said >= 0.5, gold == 1.0
-    return Agreement(
-        region,
-        int(np.sum(yes & pos)),
-        int(np.sum(~yes & pos)),
-        int(np.sum(~yes & ~pos)),
-        int(np.sum(yes & ~pos)),
-    )
+    cells = (yes & pos, ~yes & pos, ~yes & ~pos, yes & ~pos)
+    counts = [int(np.sum(c)) for c in cells]
+    if weights is None or not said.size:  # nothing compared: no weighted counts to give
+        return Agreement(region, *counts)
+
+    def kish(w):
+        return float(w.sum() ** 2 / np.sum(w**2)) if w.size and np.sum(w**2) > 0 else 0.0
+
+    weighted = tuple(float(np.sum(weights[c])) for c in cells)
+    return Agreement(region, *counts, weighted=weighted, effective=(kish(weights[pos]), kish(weights[~pos])))
 
 
-def verdict_quality(verdicts, gold, *, regions=None) -> VerdictQuality:
+def verdict_quality(verdicts, gold, *, regions=None, weights=None) -> VerdictQuality:
     """Sensitivity, specificity and Cohen's kappa of ``verdicts`` against ``gold``.
 
     Parameters
@@ -241,6 +271,10 @@ def verdict_quality(verdicts, gold, *, regions=None) -> VerdictQuality:
     regions : array-like, same length, optional
         A region label per item (e.g. from :func:`score_regions`); the figures are then also
         given per region, in order of first appearance.
+    weights : array-like of float >= 0, same length, optional
+        Design weights of the gold items when they were sampled at unequal rates
+        (:func:`prdist.verdicts.audit.design_weights`): the rates are then weighted estimates
+        (see :class:`Agreement`).
 
     Returns
     -------
@@ -260,7 +294,16 @@ def verdict_quality(verdicts, gold, *, regions=None) -> VerdictQuality:
     if truth.size != said.size:
         raise DataError(f"{owner} needs as many gold verdicts as verdicts: got {truth.size} and {said.size}.")
     both = ~np.isnan(said) & ~np.isnan(truth)
-    overall = _agreement("all", said[both], truth[both])
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != said.shape or np.any(w[both] < 0) or not np.all(np.isfinite(w[both])):
+            raise DataError(f"{owner} needs one finite weight >= 0 per verdict: got {w.size} for {said.size} verdicts.")
+
+    def part(mask):
+        return None if w is None else w[mask]
+
+    overall = _agreement("all", said[both], truth[both], part(both))
     if regions is None:
         return VerdictQuality(overall)
     labels = np.asarray(regions, dtype=object)
@@ -268,7 +311,8 @@ def verdict_quality(verdicts, gold, *, regions=None) -> VerdictQuality:
         raise DataError(f"{owner} needs one region per verdict: got {labels.size} regions for {said.size} verdicts.")
     _, first = np.unique(labels.astype(str), return_index=True)
     ordered = labels[np.sort(first)]
-    per_region = tuple(_agreement(str(r), said[both & (labels == r)], truth[both & (labels == r)]) for r in ordered)
+    per_region = tuple(_agreement(str(r), said[both & (labels == r)], truth[both & (labels == r)], part(both & (labels == r)))
+                       for r in ordered)
     return VerdictQuality(overall, per_region)
 
 
@@ -303,116 +347,15 @@ def score_regions(plan: PaulaPlan, count: int = 4) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# Segments of a plan and the gold audit
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class _Segments:
-    """The plan's segments (prefix chunks, then windows past g_ℓ), as index ranges of plan.ranks."""
-
-    start: np.ndarray  # first index into plan.ranks
-    stop: np.ndarray  # one past the last
-    checkpoints: np.ndarray  # top rank of every prefix chunk (the last is prefix_end)
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return self.stop - self.start
-
-    @property
-    def chunks(self) -> int:
-        return int(self.checkpoints.size)
-
-    def index(self, size: int) -> np.ndarray:
-        """The segment of every planned item."""
-        return np.repeat(np.arange(self.start.size), self.sizes)[:size]
-
-
-def _segments(plan: PaulaPlan) -> _Segments:
-    top, window = plan.prefix_end, plan.window
-    checkpoints = np.arange(top, 0, -window, dtype=np.int64)[::-1]
-    if checkpoints.size > 2 and checkpoints[0] < window:
-        checkpoints = checkpoints[1:]  # the remainder below joins the first full chunk
-    bounds_prefix = np.searchsorted(plan.ranks, checkpoints, side="right")
-    grid = plan.grid
-    if grid.size > 1:
-        width = np.minimum(plan.window, grid[1:])
-        w_start = np.searchsorted(plan.ranks, grid[1:] - width, side="right")
-        w_stop = np.searchsorted(plan.ranks, grid[1:], side="right")
-    else:
-        w_start = w_stop = np.zeros(0, dtype=np.int64)
-    start = np.concatenate(([0], bounds_prefix[:-1], w_start)).astype(np.int64)
-    stop = np.concatenate((bounds_prefix, w_stop)).astype(np.int64)
-    if np.any(start[1:] < stop[:-1]):
-        raise ParameterError(
-            f"The plan's windows overlap (r_tilde={plan.r_tilde} is below ceil((window+2)/eps)); a gold audit needs "
-            "a plan whose windows are disjoint: leave r_tilde at its default."
-        )
-    return _Segments(start, stop, checkpoints)
-
-
-def plan_gold_audit(plan: PaulaPlan, budget: int, *, seed: int) -> np.ndarray:
-    """Ranks for a gold audit: a random sample of min(budget, plan.size) planned ranks.
-
-    Stratified by *segment* (the prefix in chunks of ``window`` ranks, then every window; see the
-    module docstring) with proportional allocation: each segment gets floor(budget N_s / N)
-    items, the remaining ones go to the segments with the largest remainders (ties broken at
-    random), and each segment's items are a uniform random subset of it. This spreads the audit
-    evenly over the score range and is the design :func:`gold_bounds` analyses. That function
-    gives a segment without any gold verdict its whole range, so a budget below about two per
-    segment (there are about g_ℓ/window + L - ℓ of them: 147 at n = 10^5 with the default
-    eps and window) leaves the bounds near trivial.
-
-    Parameters
-    ----------
-    plan : PaulaPlan
-    budget : int >= 0
-        Gold verdicts to ask for.
-    seed : int >= 0
-        The audit is a deterministic function of (plan, budget, seed).
-
-    Returns
-    -------
-    ndarray of int64
-        Sorted ranks to audit.
-
-    Examples
-    --------
-    >>> from prdist import plan_paula
-    >>> plan = plan_paula(20_000, eps=0.1, window=20)
-    >>> audit = plan_gold_audit(plan, 100, seed=1)
-    >>> audit.size, bool(np.all(np.isin(audit, plan.ranks))), bool(np.all(np.diff(audit) > 0))
-    (100, True, True)
-    >>> bool(np.array_equal(audit, plan_gold_audit(plan, 100, seed=1)))
-    True
-    """
-    owner = "plan_gold_audit"
-    if not isinstance(plan, PaulaPlan):
-        raise ParameterError(f"The 'plan' parameter of {owner} must be a PaulaPlan from plan_paula. Got {type(plan).__name__} instead.")
-    budget = check_int(budget, name="budget", owner=owner, low=0)
-    seed = SEED.check(seed, owner=owner)
-    if budget >= plan.size:
-        return plan.ranks.copy()
-    rng = np.random.default_rng(seed)
-    seg = _segments(plan)
-    quota = budget * seg.sizes / plan.size
-    take = np.floor(quota).astype(np.int64)
-    extra = budget - int(take.sum())
-    order = np.lexsort((rng.random(quota.size), -(quota - take)))
-    take[order[:extra]] += 1
-    # Within each segment, the items with the smallest random keys: a uniform subset.
-    where = seg.index(plan.size)
-    keys = rng.random(plan.size)
-    by_segment = np.lexsort((keys, where))
-    position = np.empty(plan.size, dtype=np.int64)
-    position[by_segment] = np.arange(plan.size) - seg.start[where[by_segment]]
-    return np.sort(plan.ranks[position < take[where]])
-
-
-# --------------------------------------------------------------------------------------------
 # Prediction-powered estimates of the segment functionals
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
-class _SegmentStats:
-    """Per-segment sums over the audited items (g gold, f predictor) and over all planned items."""
+class _StrataStats:
+    """Per-stratum sums over the audited items (g gold, f predictor) and over all planned items.
+
+    The strata are the audit's design strata (:mod:`prdist.verdicts.audit`): the segments, or
+    every segment's two judge classes; ``pool`` names the group whose variance floors a stratum's
+    (one group without a judge, a group per judge class with one)."""
 
     planned: np.ndarray  # N_s
     audited: np.ndarray  # n_s
@@ -421,20 +364,20 @@ class _SegmentStats:
     gf: np.ndarray
     ff: np.ndarray
     f_all: np.ndarray  # Σ f over all planned items of s
+    pool: np.ndarray  # pool group of every stratum
 
     @classmethod
-    def of(cls, seg: _Segments, g: np.ndarray, f: np.ndarray) -> _SegmentStats:
+    def of(cls, stratum: np.ndarray, count: int, g: np.ndarray, f: np.ndarray, pool: np.ndarray | None = None) -> _StrataStats:
         audited = ~np.isnan(g)
         gz = np.where(audited, g, 0.0)
         fz = np.where(audited, f, 0.0)
 
         def total(x):
-            c = np.concatenate(([0.0], np.cumsum(x)))
-            return c[seg.stop] - c[seg.start]
+            return np.bincount(stratum, weights=x, minlength=count)
 
         return cls(
-            seg.sizes.astype(np.float64), total(audited), total(gz), total(fz), total(gz * fz), total(fz * fz),
-            total(f),
+            total(np.ones(stratum.size)), total(audited), total(gz), total(fz), total(gz * fz), total(fz * fz),
+            total(f), np.zeros(count, dtype=np.int64) if pool is None else pool,
         )
 
 
@@ -445,26 +388,30 @@ class _Functionals:
     estimate: np.ndarray
     se: np.ndarray
     lam: np.ndarray
-    unaudited_upper: np.ndarray  # Σ over segments without gold of B N_s (their worst case)
+    unaudited_upper: np.ndarray  # Σ over strata without gold of B N_s (their worst case)
 
 
-def _estimate(B: np.ndarray, st: _SegmentStats, *, tune: bool) -> _Functionals:
+def _estimate(B: np.ndarray, st: _StrataStats, *, tune: bool) -> _Functionals:
     n, N = st.audited, st.planned
     seen = n > 0
     safe = np.where(seen, n, 1.0)
-    weight = np.where(seen, N**2 * (1.0 - n / N) / safe, 0.0)  # K_s
+    weight = np.where(seen, N**2 * (1.0 - n / np.maximum(N, 1.0)) / safe, 0.0)  # K_s (an empty stratum: 0)
     # Sums of squared deviations of g - λf in each segment: SS_s(λ) = ss_g - 2λ ss_gf + λ² ss_f
     ss = np.stack((st.g - st.g**2 / safe, st.gf - st.g * st.f / safe, st.ff - st.f**2 / safe))  # g² = g
     dof = n - 1.0
-    # pooled within-segment variance, with two pseudo-observations at ±1/2 (Agresti-Coull's one
-    # success and one failure): never zero, even when every audited verdict agrees with gold
-    pool = (ss.sum(axis=1) + np.array([0.5, 0.0, 0.0])) / (float(np.sum(np.maximum(dof, 0.0))) + 1.0)
+    # pooled within-stratum variance of each pool group, with two pseudo-observations at ±1/2
+    # (Agresti-Coull's one success and one failure): never zero, even when every audited
+    # verdict agrees with gold
+    groups = int(st.pool.max()) + 1
+    pooled = np.stack([np.bincount(st.pool, weights=row, minlength=groups) for row in ss])
+    pool_dof = np.bincount(st.pool, weights=np.maximum(dof, 0.0), minlength=groups)
+    pool = ((pooled + np.array([[0.5], [0.0], [0.0]])) / (pool_dof + 1.0))[:, st.pool]  # (3, S)
     own = np.where(dof > 0, ss / np.where(dof > 0, dof, 1.0), 0.0)
     B2w = B**2 * weight  # (M, S)
     if tune:
         # λ minimises the variance with own + pooled variance per segment (quadratic in λ, and
         # an upper bound of the max used below)
-        quad = B2w @ (own + pool[:, None]).T  # (M, 3): A, C, D of A - 2λC + λ²D
+        quad = B2w @ (own + pool).T  # (M, 3): A, C, D of A - 2λC + λ²D
         with np.errstate(divide="ignore", invalid="ignore"):
             lam = np.where(quad[:, 2] > 0, quad[:, 1] / quad[:, 2], 0.0)
         lam = np.clip(np.nan_to_num(lam), 0.0, 1.0)
@@ -472,7 +419,7 @@ def _estimate(B: np.ndarray, st: _SegmentStats, *, tune: bool) -> _Functionals:
         lam = np.zeros(B.shape[0])
     powers = np.stack((np.ones_like(lam), -2.0 * lam, lam**2), axis=1)  # (M, 3)
     # each segment's variance at λ_m, at least the pooled one: (M, S)
-    variance = np.maximum(powers @ own, (powers @ pool)[:, None])
+    variance = np.maximum(powers @ own, powers @ pool)
     var = np.maximum(np.sum(B2w * variance, axis=1), 0.0)
     ratio = np.where(seen, N / safe, 0.0)
     Bs = B * seen
@@ -481,7 +428,7 @@ def _estimate(B: np.ndarray, st: _SegmentStats, *, tune: bool) -> _Functionals:
     return _Functionals(estimate, np.sqrt(var), lam, unaudited)
 
 
-def _coefficients(plan: PaulaPlan, seg: _Segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _coefficients(plan: PaulaPlan, seg: Segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(checkpoint yields, Y-_K, Y+_K for K = ℓ+1..L) as rows of coefficients on the segments."""
     P, S = seg.chunks, seg.start.size
     prefix = np.tril(np.ones((P, P)))
@@ -526,9 +473,12 @@ class GoldDiagnostics:
     z: float
     lam: np.ndarray
     contradictions: int
+    unaudited_strata: int | None = None  # with an audit stratified by the judge: its strata without gold
 
     def to_dict(self) -> dict:
         lam = self.lam
+        by_judge = {} if self.unaudited_strata is None else {
+            "audit_strata": "segment x judge class", "strata_without_gold": self.unaudited_strata}
         return {
             "certifies": "gold",
             "confidence": self.confidence,
@@ -544,6 +494,7 @@ class GoldDiagnostics:
                 "lambda_max": float(lam.max()) if lam.size else None,
             },
             "contradictions": self.contradictions,
+            **by_judge,
         }
 
 
@@ -625,7 +576,7 @@ def _predictor(verdicts: np.ndarray, judge: np.ndarray | None) -> tuple[np.ndarr
     return f, name
 
 
-def gold_bounds(plan: PaulaPlan, verdicts, gold, *, confidence, judge=None) -> GoldBounds:
+def gold_bounds(plan: PaulaPlan, verdicts, gold, *, confidence, judge=None, audit_judge=None) -> GoldBounds:
     """Bound the precision as gold says it, at every rank, from verdicts and a gold audit.
 
     Parameters
@@ -634,13 +585,20 @@ def gold_bounds(plan: PaulaPlan, verdicts, gold, *, confidence, judge=None) -> G
     verdicts : array-like, shape (plan.size,)
         The run's verdicts aligned with ``plan.ranks``: 1/0, or a probability in [0, 1]; NaN none.
     gold : array-like of 0/1/NaN, shape (plan.size,)
-        Gold verdicts, known on the audit (:func:`plan_gold_audit`) only.
+        Gold verdicts, known on the audit (:func:`~prdist.verdicts.audit.plan_gold_audit`) only.
     confidence : float in (0, 1)
         The bounds hold at every rank of ``table()`` at once with this probability (module
         docstring: asymptotically in the audit, under model (M) for gold at the grid points).
     judge : array-like, shape (plan.size,), optional
         An automatic judge's probability or 0/1 verdict per planned item (NaN none); where given
         it is the predictor, elsewhere the verdict is.
+    audit_judge : array-like, shape (plan.size,), optional
+        The ``judge`` given to :func:`~prdist.verdicts.audit.plan_gold_audit` when the audit was
+        drawn by the judge's classes (or those classes as 0/1): each segment's two classes are
+        then analysed as strata of their own, which makes that design valid here and narrows the
+        bounds (:mod:`prdist.verdicts.audit`). Leave it None for an audit drawn without a judge;
+        giving it for one drawn otherwise, or omitting it for one drawn by the judge, breaks the
+        guarantee.
 
     Returns
     -------
@@ -649,6 +607,7 @@ def gold_bounds(plan: PaulaPlan, verdicts, gold, *, confidence, judge=None) -> G
     Examples
     --------
     >>> from prdist import plan_paula
+    >>> from prdist.verdicts.audit import plan_gold_audit
     >>> plan = plan_paula(30_000, eps=0.1, window=50)
     >>> rng = np.random.default_rng(0)
     >>> truth = (rng.random(plan.n) < np.linspace(0.95, 0.4, plan.n)).astype(float)[plan.ranks - 1]
@@ -678,10 +637,16 @@ def gold_bounds(plan: PaulaPlan, verdicts, gold, *, confidence, judge=None) -> G
     judged = None if judge is None else _unit_array(judge, name="judge", owner=owner, size=plan.size)
     f, predictor = _predictor(said, judged)
 
-    seg = _segments(plan)
-    stats = _SegmentStats.of(seg, g, f)
+    seg = segments(plan)
     checkpoints, lower_rows, upper_rows = _coefficients(plan, seg)
     B = np.vstack((checkpoints, lower_rows, upper_rows))
+    if audit_judge is not None:
+        classes = judge_classes(_unit_array(audit_judge, name="audit_judge", owner=owner, size=plan.size), plan.size, owner=owner)
+        stats = _StrataStats.of(strata(plan, seg, classes), seg.sizes.size * CLASSES, g, f,
+                                pool=np.tile(np.arange(CLASSES), seg.sizes.size))
+        B = np.repeat(B, CLASSES, axis=1)  # a stratum's coefficient is its segment's
+    else:
+        stats = _StrataStats.of(seg.index(plan.size), seg.sizes.size, g, f)
     est = _estimate(B, stats, tune=predictor != "none")
     P, G = seg.chunks, plan.grid.size
     events = 2 * P + lower_rows.shape[0] + upper_rows.shape[0]
@@ -702,13 +667,16 @@ def gold_bounds(plan: PaulaPlan, verdicts, gold, *, confidence, judge=None) -> G
         points = np.concatenate(([0], seg.checkpoints))
         paper_lo, paper_hi = np.concatenate(([0.0], cp_lo)), np.concatenate(([0.0], cp_hi))
     inner = _inner_bounds(plan, g, points, paper_lo, paper_hi)
+    per_segment = stats.audited.reshape(seg.sizes.size, -1)
     diagnostics = GoldDiagnostics(
-        confidence, int((~np.isnan(g)).sum()), int((stats.audited == 0).sum()), predictor, events, z,
+        confidence, int((~np.isnan(g)).sum()), int((per_segment.sum(axis=1) == 0).sum()), predictor, events, z,
         est.lam, int(inner.diagnostics.contradiction_ranks.size),
+        int((stats.audited[stats.planned > 0] == 0).sum()) if audit_judge is not None else None,
     )
     regions = score_regions(plan)
-    quality = verdict_quality(said, g, regions=regions)
-    judge_quality = None if judged is None else verdict_quality(judged, g, regions=regions)
+    weights = None if audit_judge is None else design_weights(plan, g, classes)
+    quality = verdict_quality(said, g, regions=regions, weights=weights)
+    judge_quality = None if judged is None else verdict_quality(judged, g, regions=regions, weights=weights)
     return GoldBounds(plan, confidence, quality, judge_quality, diagnostics, inner)
 
 

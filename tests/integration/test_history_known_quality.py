@@ -55,7 +55,7 @@ def test_history_bounds_gold_releases_by_gold_and_names_what_each_certifies(rele
     assert (by_place[2]["change"] == "").all()  # gold after verdicts: no claim either way
     gold_run = Path(runs) / by_place[4]["run_id"].iloc[0]
     plan = pd.read_parquet(gold_run / "plan.parquet")
-    assert {"gold", "judge"} <= set(plan.columns) and plan["judge"].notna().all()  # what history bounds it again from
+    assert {"gold", "judge", "audit_class"} <= set(plan.columns) and plan["judge"].notna().all()  # what history bounds it again from
     for place in (2, 3, 4):  # the gold bounds, at each place's level, hold for the true precision
         rows = by_place[place]
         exact = _truth(urls[place - 1])[rows["rank"].to_numpy() - 1]

@@ -168,6 +168,13 @@ def test_with_a_judge_only_the_gold_audit_awaits_people_then_the_bounds_certify_
     report = (run / "report.html").read_text()
     assert "Verdicts of known quality" in report and "as gold says it" in report
     assert _covers_gold(run, url, truth)
+    # The audit was drawn half and half from the judge column's two classes in every segment
+    # (prdist.verdicts.audit): about half the audit is in the class it calls incorrect, which
+    # holds 36 % of the plan (a proportional audit would put about 36 % there).
+    plan = pd.read_parquet(run / "plan.parquet")
+    incorrect = plan["audit_class"] == 0
+    assert incorrect.mean() < 0.4 and abs(incorrect[plan["gold_audit"]].mean() - 0.5) < 0.05
+    assert manifest["diagnostics"]["gold_bounds"]["audit_strata"] == "segment x judge class"
 
 
 def test_a_small_gold_audit_still_covers_gold(tmp_path, judged):

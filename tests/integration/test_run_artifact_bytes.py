@@ -26,11 +26,11 @@ from tests.support.cli_run import cli
 #: sha256 of each masked file, per case, recorded on the code before issue 29's run-path changes.
 DIGESTS = {
     "judge-and-gold": {
-        "6e17a5810e6230dfa0c2/annotation_task.csv": "ec9baa512b550910ba8f3be94e8311224f73a8b5e3e9d763d1e23207fe7f4285",
-        "6e17a5810e6230dfa0c2/annotation_task.jsonl": "9d50910571de0b0e4cc4d479c0e359ec33b357d2cb3ffb1441fd4caa4fdfae3d",
+        "6e17a5810e6230dfa0c2/annotation_task.csv": "3331d3ef71381b7d887776ff912b1814b430f68907d17d23de34a14aa9c495ad",  # issue 30: the audit is drawn by the judge's classes
+        "6e17a5810e6230dfa0c2/annotation_task.jsonl": "7555ab455a40e0e2239a78341fca0102146a0f3ba53fd9e7a657526c9690d214",
         "6e17a5810e6230dfa0c2/bounds.parquet": "1ecfd2d8a2990500885be062d8a95bb44b67581427e88258ec7b3c761ff7e818",
         "6e17a5810e6230dfa0c2/manifest.json": "0dca8bd22a5f3ee22bfddf49d46009b9bd1081ca2b6cc16feeb7de90a2a433b3",
-        "6e17a5810e6230dfa0c2/plan.parquet": "edab5838b6b2bbfff8b5ef463baca97b219d401334a7885e4ae5351e5acefb8e",  # issue 30: a gold run keeps its judge column
+        "6e17a5810e6230dfa0c2/plan.parquet": "4a414747e500f86360f253e9b904e8cbf6ebde7f48ff4cfe1a5f45e876e98b03",  # issue 30: a gold run keeps its judge column; the audit's audit_class
         "6e17a5810e6230dfa0c2/report.html": "d28060cbf0e63616d988b083bc5265996a967f9bd6a2cdd991150445909ae3dd"},
     "labels-imported": {
         "a895c6aee930743588bf/annotation_task.csv": "22f81a04f414ebb7f44baba99dcddcc8adce847384f9f14cd89b37c102cd8087",

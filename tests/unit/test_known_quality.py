@@ -12,9 +12,9 @@ import pytest
 from prdist import plan_paula
 from prdist.errors import DataError, ParameterError
 from tests.support.paths import ROOT
+from prdist.verdicts.audit import plan_gold_audit
 from prdist.verdicts.known_quality import (
     gold_bounds,
-    plan_gold_audit,
     ppi_mean_interval,
     score_regions,
     verdict_quality,
@@ -129,6 +129,30 @@ def test_the_audit_is_a_reproducible_proportional_sample_of_every_window():
     assert np.sum(audit <= plan.g_l) in range(348, 351)
 
 
+def test_an_audit_by_judge_class_puts_half_of_every_segment_in_each_class():
+    """Neyman's allocation for a judge whose sensitivity equals its specificity; a class smaller
+    than its half is audited whole and the rest goes to the other class."""
+    from prdist.verdicts.audit import segments
+
+    plan = plan_paula(100_000, eps=0.03, window=100)
+    rng = np.random.default_rng(0)
+    judge = (rng.random(plan.size) < np.where(plan.ranks < 50_000, 0.8, 0.97)).astype(float)
+    judge[::7] = np.nan  # a silent judge counts as "correct"
+    budget = plan.size // 10
+    audit = plan_gold_audit(plan, budget, seed=7, judge=judge)
+    assert audit.size == budget and np.array_equal(audit, plan_gold_audit(plan, budget, seed=7, judge=judge))
+    chosen = np.isin(plan.ranks, audit)
+    says_incorrect = judge < 0.5
+    seg = segments(plan)
+    proportional = plan_gold_audit(plan, budget, seed=7)
+    for start, stop in zip(seg.start, seg.stop):
+        quota = int(np.isin(plan.ranks[start:stop], proportional).sum())  # the same quota per segment
+        mine, incorrect = chosen[start:stop], says_incorrect[start:stop]
+        k, c = int((mine & incorrect).sum()), int((mine & ~incorrect).sum())
+        assert k + c == quota
+        assert k in (quota // 2, (quota + 1) // 2) or k == incorrect.sum() or c == (~incorrect).sum()
+
+
 def test_the_audit_takes_everything_when_the_budget_is_large_and_refuses_a_negative_one():
     plan = plan_paula(20_000, eps=0.1, window=20)
     assert np.array_equal(plan_gold_audit(plan, 10**6, seed=0), plan.ranks)
@@ -187,7 +211,9 @@ def test_gold_bounds_refuse_misaligned_input(resource):
 def _coverage(settings, resources, n):
     bench = _bench()
     result = bench.run(n=n, resources=resources, settings=settings, confidence=0.95, eps=0.05, window=50)
-    return {name: s["coverage"] for name, s in result.items()}
+    coverage = {name: s["coverage"] for name, s in result.items()}
+    coverage.update({f"{name}, by judge class": s["by_judge"]["coverage"] for name, s in result.items() if s["by_judge"]})
+    return coverage
 
 
 @pytest.mark.slow  # a coverage study over 90 resources: 14 s at load 8-10
@@ -202,6 +228,61 @@ def test_coverage_on_every_setting_of_the_issue():
     """300 resources per setting: coverage >= 1 - delta - 0.01 (the goal of issue 30; the benchmark runs 500)."""
     coverage = _coverage(_bench().SETTINGS, 300, 30_000)
     assert min(coverage.values()) >= 0.94, coverage
+
+
+def test_an_audit_by_judge_class_is_exact_when_complete_and_narrower_with_a_good_or_adversarial_judge():
+    """Over 8 seeded resources the bounds from an audit half and half in the judge's classes
+    (analysed per class) are narrower than from a proportional audit of the same size, for a
+    judge right 90 % of the time and for one wrong 90 % of the time; complete gold is exact."""
+    plan = plan_paula(30_000, eps=0.05, window=50)
+    widths = {"good": [], "adversarial": []}
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        truth_all = (rng.random(plan.n) < np.linspace(0.95, 0.35, plan.n)).astype(float)
+        truth = truth_all[plan.ranks - 1]
+        for kind, right in (("good", 0.9), ("adversarial", 0.1)):
+            judge = np.where(rng.random(plan.size) < right, truth, 1 - truth)
+            pair = []
+            for by_judge in (False, True):
+                audit = plan_gold_audit(plan, plan.size // 10, seed=seed, judge=judge if by_judge else None)
+                gold = np.where(np.isin(plan.ranks, audit), truth, np.nan)
+                b = gold_bounds(plan, judge, gold, confidence=0.95, judge=judge, audit_judge=judge if by_judge else None)
+                assert _covers(b, truth_all)
+                pair.append(_width(b))
+            widths[kind].append(pair)
+    for kind, pairs in widths.items():
+        proportional, by_class = np.mean(pairs, axis=0)
+        assert by_class < 0.95 * proportional, (kind, proportional, by_class)
+    full = gold_bounds(plan, judge, truth, confidence=0.95, judge=judge, audit_judge=judge)
+    exact = np.cumsum(truth_all) / np.arange(1, plan.n + 1)
+    assert np.allclose(full.lower(np.arange(1, plan.prefix_end + 1)), exact[: plan.prefix_end])
+    assert full.to_dict()["strata_without_gold"] == 0 and full.to_dict()["audit_strata"] == "segment x judge class"
+
+
+def test_the_judges_quality_on_an_audit_by_its_classes_is_weighed_back_to_the_plan():
+    """Half the audit sits in the class the judge calls incorrect, so the audited items' raw
+    sensitivity understates the judge's; the design-weighted one estimates it without bias."""
+    from prdist.history import judge_rates
+
+    plan = plan_paula(30_000, eps=0.05, window=50)
+    raw, weighted, truth_rates = [], [], []
+    for seed in range(30):
+        rng = np.random.default_rng(100 + seed)
+        truth = (rng.random(plan.size) < np.linspace(0.95, 0.35, plan.size)).astype(float)
+        judge = np.where(rng.random(plan.size) < 0.9, truth, 1 - truth)
+        audit = plan_gold_audit(plan, plan.size // 10, seed=seed, judge=judge)
+        gold = np.where(np.isin(plan.ranks, audit), truth, np.nan)
+        quality = gold_bounds(plan, judge, gold, confidence=0.95, judge=judge, audit_judge=judge).judge_quality
+        said_raw = verdict_quality(judge, gold)
+        raw.append(said_raw.sensitivity)
+        weighted.append(quality.sensitivity)
+        truth_rates.append(verdict_quality(judge, truth).sensitivity)
+        record = quality.overall.to_dict()
+        assert record["compared"] == audit.size and "design_weighted" in record
+        rates = judge_rates(record, 0.95, 1)
+        assert rates.sensitivity[1] <= rates.sensitivity[0] <= rates.sensitivity[2]
+    bias_raw, bias_weighted = np.mean(raw) - np.mean(truth_rates), np.mean(weighted) - np.mean(truth_rates)
+    assert bias_raw < -0.03 and abs(bias_weighted) < 0.01, (bias_raw, bias_weighted)
 
 
 def test_gold_bounds_plot_like_paula_bounds(resource):

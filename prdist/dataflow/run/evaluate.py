@@ -38,6 +38,7 @@ __all__ = [
     "PlannedRanks",
     "estimate",
     "make_plan",
+    "with_judge_audit",
     "plan_table",
     "resolve_labels",
 ]
@@ -78,7 +79,7 @@ class EvaluationParams:
         Automatic verdicts from this column of the resource (0/1, or a probability in [0, 1] read
         as correct from 0.5 up), standing for every planned item without an annotator verdict.
     gold_budget : int, optional
-        A random gold audit of this many planned items (:func:`prdist.verdicts.known_quality.plan_gold_audit`,
+        A random gold audit of this many planned items (:func:`prdist.verdicts.audit.plan_gold_audit`,
         seeded by ``seed``); once every audit item has its gold verdict the bounds certify the
         precision as gold says it (:func:`prdist.verdicts.known_quality.gold_bounds`).
     """
@@ -178,6 +179,7 @@ class PlannedRanks:
     in_plan: np.ndarray | None = None
     in_band_arm: np.ndarray | None = None
     in_audit: np.ndarray | None = None  # the random gold audit (plan.parquet's gold_audit column)
+    audit_judge: np.ndarray | None = None  # the judge column's values the audit was stratified by
 
     def plan_labels(self, labels: np.ndarray) -> np.ndarray:
         """The labels of the method's own plan, aligned with ``plan.ranks``."""
@@ -214,22 +216,37 @@ def make_plan(n: int, params: EvaluationParams) -> PlannedRanks:
         role, grid_index = plan.roles()
         planned = PlannedRanks("stratified", plan, plan.ranks, role, grid_index)
     planned = with_band_arm(planned, band_ranks(n, params)) if params.bands else planned
-    return with_gold_audit(planned, params)
+    # With a judge column the audit waits for the column's values (:func:`with_judge_audit`).
+    return planned if params.judge_column else with_gold_audit(planned, params)
 
 
-def with_gold_audit(planned: PlannedRanks, params: EvaluationParams) -> PlannedRanks:
+def with_gold_audit(planned: PlannedRanks, params: EvaluationParams, judge: np.ndarray | None = None) -> PlannedRanks:
     """Mark the random gold audit of ``params.gold_budget`` items of the method's plan (if any).
 
-    Drawn by :func:`prdist.verdicts.known_quality.plan_gold_audit` from its own seed stream of the run's
-    seed, so that adding an audit moves no other draw.
+    Drawn by :func:`prdist.verdicts.audit.plan_gold_audit` from its own seed stream of the run's
+    seed, so that adding an audit moves no other draw; with ``judge`` (the judge column's values,
+    one per item) half of every segment's audit is drawn from the items the judge calls correct
+    and half from those it calls incorrect (:mod:`prdist.verdicts.audit`).
     """
     if params.gold_budget is None:
         return planned
-    from prdist.verdicts.known_quality import plan_gold_audit
+    from prdist.verdicts.audit import plan_gold_audit
 
     seed = int(np.random.SeedSequence([params.seed, 0x601D]).generate_state(1)[0])
-    audit = plan_gold_audit(planned.plan, params.gold_budget, seed=seed)
-    return replace(planned, in_audit=np.isin(planned.ranks, audit))
+    on_plan = None if judge is None else planned.plan_labels(judge)
+    audit = plan_gold_audit(planned.plan, params.gold_budget, seed=seed, judge=on_plan)
+    return replace(planned, in_audit=np.isin(planned.ranks, audit), audit_judge=judge)
+
+
+def with_judge_audit(planned: PlannedRanks, items: pd.DataFrame, params: EvaluationParams) -> PlannedRanks:
+    """The gold audit of a run with a judge column, drawn once the column is read from the items.
+
+    Only the column shapes the audit (a judge imported into the store can change between runs of
+    one release, and the audit must not), and the column is a fixed part of the resource.
+    """
+    if params.judge_column is None:
+        return planned
+    return with_gold_audit(planned, params, judge_probabilities(items, params.judge_column))
 
 
 def band_ranks(n: int, params: EvaluationParams) -> np.ndarray:
@@ -457,7 +474,8 @@ class LabelResolution:
 
     def verdict_quality(self, planned: PlannedRanks) -> dict:
         """Per source (judge, annotators): agreement with gold over the audit items of the plan,
-        overall and per score region (:func:`prdist.verdicts.known_quality.verdict_quality`), with counts."""
+        overall and per score region (:func:`prdist.verdicts.known_quality.verdict_quality`), with
+        counts; design-weighted where the audit was drawn by the judge's classes."""
         from prdist.verdicts.known_quality import score_regions, verdict_quality
 
         gold = planned.plan_labels(np.where(self.audit, self.gold, np.nan))
@@ -466,7 +484,13 @@ class LabelResolution:
         if self.judge is not None:
             sources["judge"] = self.judge
         regions = score_regions(planned.plan)
-        return {name: verdict_quality(planned.plan_labels(said), gold, regions=regions).to_dict()
+        weights = None
+        if planned.audit_judge is not None:  # an audit drawn by the judge's classes: weigh it back
+            from prdist.verdicts.audit import design_weights, judge_classes
+
+            on_plan = planned.plan_labels(planned.audit_judge)
+            weights = design_weights(planned.plan, gold, judge_classes(on_plan, on_plan.size, owner="verdict_quality"))
+        return {name: verdict_quality(planned.plan_labels(said), gold, regions=regions, weights=weights).to_dict()
                 for name, said in sorted(sources.items()) if (~np.isnan(planned.plan_labels(said))).any()}
 
     def count(self, kind: str) -> int:
@@ -683,7 +707,8 @@ def gold_paula(planned: PlannedRanks, verdicts: np.ndarray, gold: np.ndarray, ju
     from prdist.verdicts.known_quality import gold_bounds
 
     judge = None if judge is None else planned.plan_labels(judge)
-    return gold_bounds(planned.plan, verdicts, gold, confidence=params.confidence, judge=judge)
+    audit_judge = None if planned.audit_judge is None else planned.plan_labels(planned.audit_judge)
+    return gold_bounds(planned.plan, verdicts, gold, confidence=params.confidence, judge=judge, audit_judge=audit_judge)
 
 
 def _through_n(ranks: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):
@@ -749,8 +774,10 @@ def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, k
     with a gold audit adds ``gold_audit`` (bool: the row is in the random gold audit) and
     ``gold`` (float64: its gold verdict, NaN where none or outside the audit), and with a judge
     also ``judge`` (float64: the judge's probability or 0/1 verdict, NaN where none: what its
-    gold bounds used, so that ``prdist history`` bounds it again alike); ``role`` keeps the
-    plan's own role (an audit row is also a prefix / window / random / stratum row).
+    gold bounds used, so that ``prdist history`` bounds it again alike); an audit stratified by
+    a judge column adds ``audit_class`` (int8: the judge's class the audit was drawn from, 0
+    incorrect, 1 correct or silent); ``role`` keeps the plan's own role (an audit row is also a
+    prefix / window / random / stratum row).
     """
     if kinds is None:
         kinds = kinds_of(labels)
@@ -760,6 +787,8 @@ def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, k
         table["gold"] = np.where(planned.in_audit, gold, np.nan).astype(np.float64)
         if judge is not None:
             table["judge"] = np.asarray(judge, dtype=np.float64)
+        if planned.audit_judge is not None:
+            table["audit_class"] = np.where(planned.audit_judge < 0.5, 0, 1).astype(np.int8)
     return table
 
 

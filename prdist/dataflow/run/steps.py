@@ -145,9 +145,10 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: Locat
     if not staging.fs.exists(staging.path):
         return None
     items = read_items(staging).items
+    planned = ev.with_judge_audit(ev.make_plan(resource.n, params), items, params)
     resolution = ev.resolve_labels(items, oracle_column=params.oracle_column, store=labels,
                                    rule=params.aggregate, judge_column=params.judge_column,
-                                   audit=ev.make_plan(resource.n, params).in_audit)
+                                   audit=planned.in_audit)
     run = run_directory(resource, params, resolution, out=out, series=series)
     return committed_outcome(run)
 
