@@ -225,9 +225,7 @@ def with_gold_audit(planned: PlannedRanks, params: EvaluationParams, judge: np.n
 
     Drawn by :func:`prdist.verdicts.audit.plan_gold_audit` from its own seed stream of the run's
     seed, so that adding an audit moves no other draw; with ``judge`` (the judge column's values,
-    one per item) half of every segment's audit is drawn from the items the judge calls correct
-    and half from those it calls incorrect (:mod:`prdist.verdicts.audit`).
-    """
+    one per item), by the judge's classes (:mod:`prdist.verdicts.audit`)."""
     if params.gold_budget is None:
         return planned
     from prdist.verdicts.audit import plan_gold_audit
@@ -239,11 +237,8 @@ def with_gold_audit(planned: PlannedRanks, params: EvaluationParams, judge: np.n
 
 
 def with_judge_audit(planned: PlannedRanks, items: pd.DataFrame, params: EvaluationParams) -> PlannedRanks:
-    """The gold audit of a run with a judge column, drawn once the column is read from the items.
-
-    Only the column shapes the audit (a judge imported into the store can change between runs of
-    one release, and the audit must not), and the column is a fixed part of the resource.
-    """
+    """The gold audit of a run with a judge column, drawn once the items' column is read (only the
+    column shapes it: judge records in the store can change between runs of a release)."""
     if params.judge_column is None:
         return planned
     return with_gold_audit(planned, params, judge_probabilities(items, params.judge_column))
@@ -486,10 +481,9 @@ class LabelResolution:
         regions = score_regions(planned.plan)
         weights = None
         if planned.audit_judge is not None:  # an audit drawn by the judge's classes: weigh it back
-            from prdist.verdicts.audit import design_weights, judge_classes
+            from prdist.verdicts.audit import design_weights
 
-            on_plan = planned.plan_labels(planned.audit_judge)
-            weights = design_weights(planned.plan, gold, judge_classes(on_plan, on_plan.size, owner="verdict_quality"))
+            weights = design_weights(planned.plan, gold, ~(planned.plan_labels(planned.audit_judge) < 0.5))
         return {name: verdict_quality(planned.plan_labels(said), gold, regions=regions, weights=weights).to_dict()
                 for name, said in sorted(sources.items()) if (~np.isnan(planned.plan_labels(said))).any()}
 
