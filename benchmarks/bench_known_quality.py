@@ -20,7 +20,10 @@ linearly from 0.95 at rank 1 to 0.35 at rank n (model (M) of ``prdist.paula.conf
 - ``judge adversarial``: says the opposite of gold 90 % of the time;
 - ``annotators 0.9``: the run's verdicts (no judge) from one annotator right 90 % of the time.
 
-The gold-only baseline is computed on the same resource and audit. Widths are the mean of
+The gold-only baseline is computed on the same resource and audit. For every setting with a judge
+the bounds are also computed from an audit of the same size drawn half and half from the judge's
+two classes in every segment (``plan_gold_audit(..., judge=...)``, analysed with
+``audit_judge``), the design ``prdist run --judge-column`` uses. Widths are the mean of
 precision_upper - precision_lower over the reported ranks ("all"), and over the grid ranks past
 g_l alone ("grid"). Prints one Markdown row per setting and the load average.
 
@@ -234,11 +237,12 @@ def main(argv=None) -> None:
             row(name, "by judge class", s["by_judge"], "", neyman)
     print("\nsd floor: the smallest ratio of the audit's standard deviation to gold alone's that any λ reaches "
           "(oracle λ in [0, 1], true within-segment variances) with a proportional audit; sd built: the construction's "
-          "estimated standard error over gold alone's. Neyman floor: 2 sqrt(a (1 - a)), the standard deviation over "
-          "gold alone's of the best audit a 0/1 judge of accuracy a (sensitivity = specificity) allows, half the gold in "
-          "each of its classes (prdist.verdicts.audit): no valid interval of this kind is narrower on average, so a "
-          "width ratio <= 0.6 at a = 0.9 sits exactly at that floor, before the monotone-rate margins (which do not "
-          "shrink with a better judge) and finite-sample costs.")
+          "estimated standard error over gold alone's. Neyman floor: 2 sqrt(a (1 - a)), the ratio of the standard "
+          "deviations of the best estimate an audit of a 0/1 judge of accuracy a (sensitivity = specificity) allows, half "
+          "the gold in each of its classes (prdist.verdicts.audit), and of gold alone's, with every variance known: the "
+          "goal of 0.6x at a = 0.9 is that floor itself, and measured widths add each construction's finite-sample "
+          "costs (variances estimated from about five audited items per class and segment, floored by a local pool; the "
+          "monotone-rate margins of the grid points, which do not shrink with a better judge).")
     print(f"\n{elapsed:.0f} s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
 

@@ -40,8 +40,9 @@ are the *checkpoints* c_1 < ... < c_P = g_ℓ. T_s is the number of gold positiv
    1 - corr(g, f)² within strata (a 0/1 judge within its own classes is constant, so there the
    gain is the stratification's, not λ's).
    S_s² is estimated as the larger of the stratum's sample variance of g - λ f and the
-   within-stratum variance pooled over all strata of its pool (all strata; or, with judge
-   classes, the strata of the same class), the pool counting two pseudo-observations
+   within-stratum variance pooled over the strata of its pool (all strata; or, with judge
+   classes, the strata of the same class) at most ``POOL_REACH`` = 20 places from it in rank
+   order, so that the floor follows the precision along the ranks, the pool counting two pseudo-observations
    at ±1/2 about its mean (Agresti-Coull's one success and one failure). The floor keeps a stratum whose few
    audited items all agree (rare errors unseen, a precision near 1) from claiming a variance near
    zero, the Wald interval's failure on rare events (and a predictor that agreed with every
@@ -391,6 +392,30 @@ class _Functionals:
     unaudited_upper: np.ndarray  # Σ over strata without gold of B N_s (their worst case)
 
 
+#: How many strata of its pool on either side (in rank order) a stratum's variance floor pools:
+#: enough (about 40 strata of audited items) to guard a stratum whose few audited items all agree,
+#: few enough to follow the precision along the ranks - a pool over all strata floors the strata
+#: near the top, where errors are rare and the variance small, at the variance of the deep ones
+#: (at n = 10^5 that made gold alone's bounds 16 % wider, and cost a judge's classes most of their gain).
+POOL_REACH = 20
+
+
+def _neighbourhood_sums(values: np.ndarray, group: np.ndarray, reach) -> np.ndarray:
+    """For every stratum (column), the sums of ``values`` over the strata of its group within
+    ``reach`` places of it in rank order (all of the group's strata when ``reach`` is None)."""
+    out = np.empty_like(values)
+    for g in np.unique(group):
+        mine = np.flatnonzero(group == g)
+        if reach is None:
+            out[:, mine] = values[:, mine].sum(axis=1, keepdims=True)
+            continue
+        total = np.concatenate((np.zeros((values.shape[0], 1)), np.cumsum(values[:, mine], axis=1)), axis=1)
+        place = np.arange(mine.size)
+        low, high = np.maximum(place - reach, 0), np.minimum(place + reach + 1, mine.size)
+        out[:, mine] = total[:, high] - total[:, low]
+    return out
+
+
 def _estimate(B: np.ndarray, st: _StrataStats, *, tune: bool) -> _Functionals:
     n, N = st.audited, st.planned
     seen = n > 0
@@ -402,10 +427,8 @@ def _estimate(B: np.ndarray, st: _StrataStats, *, tune: bool) -> _Functionals:
     # pooled within-stratum variance of each pool group, with two pseudo-observations at ±1/2
     # (Agresti-Coull's one success and one failure): never zero, even when every audited
     # verdict agrees with gold
-    groups = int(st.pool.max()) + 1
-    pooled = np.stack([np.bincount(st.pool, weights=row, minlength=groups) for row in ss])
-    pool_dof = np.bincount(st.pool, weights=np.maximum(dof, 0.0), minlength=groups)
-    pool = ((pooled + np.array([[0.5], [0.0], [0.0]])) / (pool_dof + 1.0))[:, st.pool]  # (3, S)
+    pooled = _neighbourhood_sums(np.vstack((ss, np.maximum(dof, 0.0))), st.pool, POOL_REACH)
+    pool = (pooled[:3] + np.array([[0.5], [0.0], [0.0]])) / (pooled[3] + 1.0)  # (3, S)
     own = np.where(dof > 0, ss / np.where(dof > 0, dof, 1.0), 0.0)
     B2w = B**2 * weight  # (M, S)
     if tune:
