@@ -57,3 +57,49 @@ def test_compare_certifies_verdicts_until_every_drawn_item_has_gold(tmp_path):
     est = estimate_precision(core.with_labels(truth["key"], truth["label"]))  # the same draws labeled by the truth
     np.testing.assert_allclose(gold["precision"], est.precision, rtol=1e-10)
     assert not np.allclose(gold["precision"], by_judge["precision"])
+
+
+def test_compare_with_a_gold_audit_certifies_gold_once_the_audit_has_it(tmp_path):
+    """A judge on every item, a designed gold audit: only the audit awaits people, and its gold
+    makes the precision intervals certify gold (two-phase); the draws are those without an audit."""
+    frames, truth = synthetic(9, m=2)
+    urls = write_systems(frames, tmp_path / "systems")
+    rng = np.random.default_rng(1)
+    judge = truth.assign(label=np.where(rng.random(len(truth)) < 0.9, truth["label"], 1 - truth["label"]))
+    store, out = str(tmp_path / "store"), str(tmp_path / "runs")
+    _import(store, tmp_path / "judge.csv", judge, "judge")
+    manifest, by_judge, _ = _compare(urls, store, out)
+
+    argv = ["compare", "--labels", store, "--budget", "120", "--seed", "4", "--out", out, "--gold-budget", "30"]
+    argv += [f"--system={name}={url}" for name, url in urls.items()]
+    code, stdout, err = cli(*argv)
+    assert code == 3, err
+    run = stdout.strip().splitlines()[-1]
+    task = pd.read_csv(os.path.join(run, "annotation_task.csv"))
+    assert len(task) == 30 and task["gold_audit"].all()  # the judge speaks for every other drawn key
+    with open(os.path.join(run, "manifest.json")) as fh:
+        waiting = json.load(fh)
+    assert waiting["gold_audit"] == {"keys": 30, "drawn_keys": manifest["counts"]["annotations"], "gold": 0,
+                                     "cannot_judge": 0, "awaiting": 30}
+    assert pd.read_parquet(os.path.join(run, "sample.parquet"))["key"].equals(
+        pd.read_parquet(os.path.join(out, manifest["run_id"], "sample.parquet"))["key"])  # the audit moves no draw
+
+    audited = truth[truth["key"].isin(task["key"])]
+    _import(store, tmp_path / "gold.csv", audited, "gold")
+    code, stdout, err = cli(*argv)
+    assert code == 0, err
+    run = stdout.strip().splitlines()[-1]
+    with open(os.path.join(run, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    result = pd.read_parquet(os.path.join(run, "compare.parquet"))
+    d = manifest["counts"]["annotations"]
+    assert manifest["certifies"] == "gold" and manifest["recall_certifies"] == "verdicts"
+    assert manifest["gold_method"] == f"two-phase prediction-powered (PPI++), audit 30 of {d} keys"
+    assert set(manifest["gold_audit"]["lambda"]) == {"sys0", "sys1"}
+    assert all(0 <= lam <= 1 for lam in manifest["gold_audit"]["lambda"].values())
+    assert f"certifies: gold (a random gold audit of 30 of the {d} drawn keys" in stdout
+    assert list(result.columns[:8]) == ["system", "precision", "precision_se", "precision_ci_low", "precision_ci_high",
+                                        "recall", "recall_se", "n_samples"]
+    np.testing.assert_allclose(result["verdicts_precision"], by_judge["precision"], rtol=1e-12)
+    assert not np.allclose(result["precision"], by_judge["precision"])
+    assert (result["precision_ci_low"] <= result["precision"]).all() and (result["precision"] <= result["precision_ci_high"]).all()
