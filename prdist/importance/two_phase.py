@@ -196,6 +196,18 @@ def estimate_precision_two_phase(sample: JointSample, verdicts, gold, audit, *, 
     Returns
     -------
     TwoPhaseEstimate
+
+    Examples
+    --------
+    Every key audited: the joint estimate with gold as the labels, whatever the verdicts say.
+
+    >>> from prdist.importance import SystemOutput
+    >>> a = SystemOutput.from_scores("A", ["x", "y"], [1.0, 0.5])
+    >>> b = SystemOutput.from_scores("B", ["y", "z"], [1.0, 0.5])
+    >>> sample = JointSample.from_draws([a, b], [["x", "y", "y", "x"], ["z", "y", "z"]])
+    >>> est = estimate_precision_two_phase(sample, [0, 1, 0], [1, 0, 1], [True, True, True])
+    >>> est.estimate.precision.round(4).tolist(), est.audited, est.drawn
+    ([0.5, 0.6667], 3, 3)
     """
     owner = "estimate_precision_two_phase"
     _check_sample(sample, owner=owner)

@@ -19,24 +19,36 @@ def _import(store: str, path, frame: pd.DataFrame, role: str) -> None:
     import_labels(store, [str(path)], role=role, annotator=role)
 
 
-def _compare(urls: dict, store: str, out: str):
-    argv = ["compare", "--labels", store, "--budget", "120", "--seed", "4", "--out", out]
+def _cli_compare(urls: dict, store: str, out: str, *extra: str) -> tuple[int, str, str]:
+    """(exit code, run directory, stdout) of one comparison of ``urls`` at budget 120, seed 4."""
+    argv = ["compare", "--labels", store, "--budget", "120", "--seed", "4", "--out", out, *extra]
     for name, url in urls.items():
         argv += ["--system", f"{name}={url}"]
     code, stdout, err = cli(*argv)
-    assert code == 0, err
-    run = stdout.strip().splitlines()[-1]
+    assert code in (0, 3), err
+    return code, stdout.strip().splitlines()[-1], stdout
+
+
+def _compare(urls: dict, store: str, out: str, *extra: str):
+    code, run, stdout = _cli_compare(urls, store, out, *extra)
+    assert code == 0
     with open(os.path.join(run, "manifest.json")) as fh:
         return json.load(fh), pd.read_parquet(os.path.join(run, "compare.parquet")), stdout
 
 
-def test_compare_certifies_verdicts_until_every_drawn_item_has_gold(tmp_path):
-    frames, truth = synthetic(9)
+def _judged(tmp_path, accuracy: float, seed: int, **systems):
+    """Synthetic systems and their truth, a store holding a judge right with probability ``accuracy``."""
+    frames, truth = synthetic(9, **systems)
     urls = write_systems(frames, tmp_path / "systems")
-    rng = np.random.default_rng(0)
-    judge = truth.assign(label=np.where(rng.random(len(truth)) < 0.7, truth["label"], 1 - truth["label"]))
+    rng = np.random.default_rng(seed)
+    judge = truth.assign(label=np.where(rng.random(len(truth)) < accuracy, truth["label"], 1 - truth["label"]))
     store, out = str(tmp_path / "store"), str(tmp_path / "runs")
     _import(store, tmp_path / "judge.csv", judge, "judge")
+    return frames, truth, urls, store, out
+
+
+def test_compare_certifies_verdicts_until_every_drawn_item_has_gold(tmp_path):
+    frames, truth, urls, store, out = _judged(tmp_path, 0.7, 0)
 
     manifest, by_judge, stdout = _compare(urls, store, out)
     assert manifest["certifies"] == "verdicts" and "verdict_quality" not in manifest
@@ -62,19 +74,11 @@ def test_compare_certifies_verdicts_until_every_drawn_item_has_gold(tmp_path):
 def test_compare_with_a_gold_audit_certifies_gold_once_the_audit_has_it(tmp_path):
     """A judge on every item, a designed gold audit: only the audit awaits people, and its gold
     makes the precision intervals certify gold (two-phase); the draws are those without an audit."""
-    frames, truth = synthetic(9, m=2)
-    urls = write_systems(frames, tmp_path / "systems")
-    rng = np.random.default_rng(1)
-    judge = truth.assign(label=np.where(rng.random(len(truth)) < 0.9, truth["label"], 1 - truth["label"]))
-    store, out = str(tmp_path / "store"), str(tmp_path / "runs")
-    _import(store, tmp_path / "judge.csv", judge, "judge")
+    _, truth, urls, store, out = _judged(tmp_path, 0.9, 1, m=2)
     manifest, by_judge, _ = _compare(urls, store, out)
 
-    argv = ["compare", "--labels", store, "--budget", "120", "--seed", "4", "--out", out, "--gold-budget", "30"]
-    argv += [f"--system={name}={url}" for name, url in urls.items()]
-    code, stdout, err = cli(*argv)
-    assert code == 3, err
-    run = stdout.strip().splitlines()[-1]
+    code, run, _ = _cli_compare(urls, store, out, "--gold-budget", "30")
+    assert code == 3
     task = pd.read_csv(os.path.join(run, "annotation_task.csv"))
     assert len(task) == 30 and task["gold_audit"].all()  # the judge speaks for every other drawn key
     with open(os.path.join(run, "manifest.json")) as fh:
@@ -86,12 +90,7 @@ def test_compare_with_a_gold_audit_certifies_gold_once_the_audit_has_it(tmp_path
 
     audited = truth[truth["key"].isin(task["key"])]
     _import(store, tmp_path / "gold.csv", audited, "gold")
-    code, stdout, err = cli(*argv)
-    assert code == 0, err
-    run = stdout.strip().splitlines()[-1]
-    with open(os.path.join(run, "manifest.json")) as fh:
-        manifest = json.load(fh)
-    result = pd.read_parquet(os.path.join(run, "compare.parquet"))
+    manifest, result, stdout = _compare(urls, store, out, "--gold-budget", "30")
     d = manifest["counts"]["annotations"]
     assert manifest["certifies"] == "gold" and manifest["recall_certifies"] == "verdicts"
     assert manifest["gold_method"] == f"two-phase prediction-powered (PPI++), audit 30 of {d} keys"
