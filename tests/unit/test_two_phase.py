@@ -54,14 +54,22 @@ def test_every_key_audited_gives_the_joint_estimate_with_gold_labels():
 
 
 def test_unbiased_over_every_audit_with_the_variance_it_estimates():
-    """Over all C(D, m) audits: the estimate averages π̂(g), V̂₂ averages the audit's variance of
-    the estimate, and V̂₁ averages at least Theorem 1's estimate with gold labels (conservative)."""
+    """Over all C(D, m) audits: the estimate averages π̂(g); the audit's Horvitz-Thompson variance
+    estimate averages the audit's variance of the estimate, and V̂₂ (floored) is never below it;
+    V̂₁ averages at least Theorem 1's estimate with gold labels (conservative)."""
     sample, gold, verdicts = _small_sample()
     ref = estimate_precision(sample.with_labels(sample.keys, gold))
-    runs = [estimate_precision_two_phase(sample, verdicts, gold, audit, lam=0.7) for audit in _audits(gold.size, 4)]
+    c = _coefficients(sample)
+    d, m = gold.size, 4
+    runs, unfloored = [], []
+    for audit in _audits(d, m):
+        runs.append(estimate_precision_two_phase(sample, verdicts, gold, audit, lam=0.7))
+        residual = c[audit] * (gold[audit, None] - 0.7 * verdicts[audit, None])
+        unfloored.append(d**2 * (1 - m / d) * residual.var(axis=0, ddof=1) / m)
     estimates = np.array([r.estimate.precision for r in runs])
     np.testing.assert_allclose(estimates.mean(axis=0), ref.precision, atol=1e-12)
-    np.testing.assert_allclose(np.mean([r.second_phase_variance for r in runs], axis=0), estimates.var(axis=0), atol=1e-12)
+    np.testing.assert_allclose(np.mean(unfloored, axis=0), estimates.var(axis=0), atol=1e-12)
+    assert (np.array([r.second_phase_variance for r in runs]) >= np.array(unfloored) - 1e-15).all()
     first = np.array([r.first_phase_variance for r in runs])
     assert (first.mean(axis=0) >= ref.variance).all() and (first >= 0).all()
     simple = np.array([r.estimate.simple_precision for r in runs])
@@ -78,7 +86,10 @@ def test_lambda_zero_is_the_gold_only_horvitz_thompson_estimator():
     est = estimate_precision_two_phase(sample, verdicts, gold, audit, lam=0.0)
     terms = c[audit] * gold[audit, None]
     np.testing.assert_allclose(est.estimate.precision, d / m * terms.sum(axis=0), atol=1e-12)
-    np.testing.assert_allclose(est.second_phase_variance, d**2 * (1 - m / d) * terms.var(axis=0, ddof=1) / m, atol=1e-12)
+    # The Horvitz-Thompson variance, its s² floored with two pseudo-observations at ± c̄/2 about the mean.
+    spread = ((terms - terms.mean(axis=0)) ** 2).sum(axis=0)
+    s2 = np.maximum(spread / (m - 1), (spread + c[audit].mean(axis=0) ** 2 / 2) / (m + 1))
+    np.testing.assert_allclose(est.second_phase_variance, d**2 * (1 - m / d) * s2 / m, atol=1e-12)
     # The verdicts do not enter at λ = 0.
     other = estimate_precision_two_phase(sample, 1 - verdicts, gold, audit, lam=0.0)
     np.testing.assert_allclose(other.estimate.variance, est.estimate.variance, atol=1e-12)
@@ -87,7 +98,9 @@ def test_lambda_zero_is_the_gold_only_horvitz_thompson_estimator():
 def test_power_tuning_takes_a_perfect_predictor_whole_and_an_adversarial_one_not_at_all():
     sample, gold, _ = _small_sample(5)
     audit = np.arange(gold.size) % 2 == 0
-    assert estimate_precision_two_phase(sample, gold, gold, audit).lam.tolist() == [1.0, 1.0]
+    perfect = estimate_precision_two_phase(sample, gold, gold, audit)
+    assert perfect.lam.tolist() == [1.0, 1.0]
+    assert (perfect.second_phase_variance > 0).all()  # agreeing with every audited gold verdict proves no exactness
     assert estimate_precision_two_phase(sample, 1 - gold, gold, audit).lam.tolist() == [0.0, 0.0]
 
 
