@@ -113,6 +113,9 @@ def _cmd_compare(args) -> int:
             f"draws. Use --budget {2 * len(pairs)} or more."
         )
     P.check_all(args, (P.SEED, P.CONFIDENCE, P.GOLD_BUDGET), owner=owner, flags=True)
+    if args.gold_budget == 1:
+        raise InputError("--gold-budget 1 can never certify gold: the audit's variance needs two keys with gold. "
+                         "Use --gold-budget 2 or more.")
     kind = args.distribution.replace("-", "_")
     if kind == "top_k" and args.k is None:
         raise InputError("--distribution top-k needs --k K, the size of the top.")

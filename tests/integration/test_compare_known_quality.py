@@ -102,3 +102,11 @@ def test_compare_with_a_gold_audit_certifies_gold_once_the_audit_has_it(tmp_path
     np.testing.assert_allclose(result["verdicts_precision"], by_judge["precision"], rtol=1e-12)
     assert not np.allclose(result["precision"], by_judge["precision"])
     assert (result["precision_ci_low"] <= result["precision"]).all() and (result["precision"] <= result["precision_ci_high"]).all()
+
+
+def test_a_gold_audit_of_one_key_is_refused_before_anything_runs(tmp_path):
+    code, _, err = cli("compare", "--system", f"a={tmp_path / 'a'}", "--budget", "4", "--seed", "0", "--out", str(tmp_path / "runs"),
+                       "--gold-budget", "1")
+    assert code == 2
+    assert err == ("prdist: error: --gold-budget 1 can never certify gold: the audit's variance needs two keys with gold. "
+                   "Use --gold-budget 2 or more.\n")
