@@ -43,8 +43,9 @@ def sample_task(systems, params: cmp.CompareParams, exhaustive, scheduler: str |
 
 
 @step(**IO_RETRIES)
-def labels_task(drawn, store: Location | None, rule: str = "majority"):
-    return cmp.attach_labels(drawn, store, rule=rule)
+def labels_task(drawn, store: Location | None, rule: str = "majority", params: cmp.CompareParams | None = None):
+    audit = None if params is None else cmp.plan_gold_audit(drawn, params)
+    return cmp.attach_labels(drawn, store, rule=rule, audit=audit)
 
 
 @step(**IO_RETRIES)
@@ -55,6 +56,8 @@ def items_task(systems, drawn, labeled, scheduler: str | None):
 
 @step(**IN_MEMORY)
 def estimate_task(labeled, drawn, params: cmp.CompareParams):
+    if labeled.two_phase:  # a complete designed gold audit: the precision as gold says it
+        return cmp.estimate_audited(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
     return estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
 
 
@@ -83,16 +86,18 @@ def compare_systems(
     key: str = "key",
     score: str = "score",
     aggregate: str = P.AGGREGATE.default,
+    gold_budget: int | None = None,
 ) -> str:
     """Compare the systems ``{name: Parquet URL}`` under a total budget of draws; return the run directory.
 
     ``distribution`` is "uniform", "top_k" (with ``k``) or "score_power" (with ``power``). When
     drawn items lack labels the run holds ``annotation_task.csv``/``.jsonl`` and the flow ends in
-    the state named "AwaitingLabels".
+    the state named "AwaitingLabels". ``gold_budget``: a designed gold audit of that many drawn
+    keys (:func:`prdist.dataflow.compare.plan_gold_audit`).
     """
     params = cmp.CompareParams(
         budget=budget, seed=seed, distribution=SamplingDistribution(distribution, k=k, power=power),
-        allocation=allocation, weights=weights, confidence=confidence,
+        allocation=allocation, weights=weights, confidence=confidence, gold_budget=gold_budget,
     )  # fmt: skip
     storage_options = unsealed(storage_options)
     # The runs root and the label store through the one credentials gate, once each; every system
@@ -105,7 +110,7 @@ def compare_systems(
         sample_of = exhaustive_task(exhaustive, opened[0].resource.key_kind, storage_options)
     with one_cluster():  # the draw and the item columns share one Dask cluster, started when first needed
         drawn = sample_task(opened, params, sample_of, scheduler)
-        labeled = labels_task(drawn, labels, aggregate)
+        labeled = labels_task(drawn, labels, aggregate, params)
         # What an annotator reads about each awaiting item: read only when some item awaits.
         items = items_task(opened, drawn, labeled, scheduler) if labeled.missing else None
     estimates = estimate_task(labeled, drawn, params) if labeled.missing == 0 else None

@@ -65,6 +65,10 @@ def _add_compare(sub) -> None:
     P.WEIGHTS.add_to(
         add, help="mixture weights of the joint estimator: overlap (default; the authors' heuristic) or balance")
     P.CONFIDENCE.add_to(add)
+    P.GOLD_BUDGET.add_to(
+        add, help="a random gold audit of N of the distinct drawn keys, listed in the annotation task (column gold_audit; "
+             "import their verdicts with 'labels import --role gold'); once all are in, the precision intervals are for "
+             "the precision as gold says it (recall stays as the verdicts say it)")
     _add_aggregate(add)
     add("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address (default: in-process threads; a local cluster from 2^31 items)")
     _add_storage_options(add, "for every URL")
@@ -108,7 +112,10 @@ def _cmd_compare(args) -> int:
             f"--budget {budget} is too small for {len(pairs)} systems: every system needs at least 2 "
             f"draws. Use --budget {2 * len(pairs)} or more."
         )
-    P.check_all(args, (P.SEED, P.CONFIDENCE), owner=owner, flags=True)
+    P.check_all(args, (P.SEED, P.CONFIDENCE, P.GOLD_BUDGET), owner=owner, flags=True)
+    if args.gold_budget == 1:
+        raise InputError("--gold-budget 1 can never certify gold: the audit's variance needs two keys with gold. "
+                         "Use --gold-budget 2 or more.")
     kind = args.distribution.replace("-", "_")
     if kind == "top_k" and args.k is None:
         raise InputError("--distribution top-k needs --k K, the size of the top.")
@@ -123,7 +130,7 @@ def _cmd_compare(args) -> int:
         systems=dict(pairs), budget=budget, out=args.out, labels=args.labels, seed=args.seed,
         distribution=kind, k=args.k, power=args.power, allocation=args.allocation, weights=args.weights,
         confidence=args.confidence, exhaustive=args.exhaustive, scheduler=args.scheduler, key=args.key, score=args.score,
-        aggregate=args.aggregate,
+        aggregate=args.aggregate, **({} if args.gold_budget is None else {"gold_budget": args.gold_budget}),
     )  # fmt: skip
     outcome = _run_flow("compare_systems", "compare_systems", parameters, storage_options, args)
     _say_where_it_ran(args)

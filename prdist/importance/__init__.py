@@ -16,6 +16,8 @@ system at once:
 - **recall** r_i = θ ν_i: the self-normalised pooled recall ν̂_i times the pool recall θ̂ from an
   exhaustive sample of correct items, with the product variance of Lemma 1 —
   :func:`estimate_recall`;
+- **precision as gold says it** from verdicts on every drawn item and a gold audit of some: the
+  two-phase, prediction-powered (PPI++) estimate of :func:`estimate_precision_two_phase`;
 - **the sample size a new system (or release) needs** for a target confidence-interval half-width,
   by bisection on the conservative variance of appendix B.4 — :func:`required_sample_size`.
 
@@ -37,7 +39,7 @@ Recall variances are delta-method and plug-in estimates (ν̂ is a ratio, hence 
 
 One module per idea, behind these names: ``systems`` (outputs and sampling distributions),
 ``joint_sample`` (the draws and labels), ``weights``, ``moments`` (per-system moments and normal
-intervals), ``precision``, ``recall`` and ``sample_size``.
+intervals), ``precision``, ``recall``, ``two_phase`` and ``sample_size``.
 """
 
 from prdist.importance.joint_sample import JointSample, draw_joint_sample, missing_labels
@@ -45,6 +47,7 @@ from prdist.importance.precision import PrecisionEstimate, estimate_precision
 from prdist.importance.recall import RecallEstimate, estimate_recall, pool_membership
 from prdist.importance.sample_size import SampleSizePlan, required_sample_size
 from prdist.importance.systems import SamplingDistribution, SystemOutput
+from prdist.importance.two_phase import TwoPhaseEstimate, estimate_precision_two_phase
 from prdist.importance.weights import mixture_weights
 
 __all__ = [
@@ -59,6 +62,8 @@ __all__ = [
     "pool_membership",
     "RecallEstimate",
     "estimate_recall",
+    "TwoPhaseEstimate",
+    "estimate_precision_two_phase",
     "SampleSizePlan",
     "required_sample_size",
 ]

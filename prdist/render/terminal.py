@@ -205,6 +205,11 @@ def history_text(history: pd.DataFrame) -> str:
 
 def certifies_line(manifest: dict) -> str:
     """What a comparison's intervals hold for, in one line for ``prdist compare``'s output."""
+    if manifest.get("certifies") == "gold" and manifest.get("gold_method"):
+        audit = manifest["gold_audit"]
+        return (f"certifies: gold (a random gold audit of {audit['gold']:,} of the {audit['drawn_keys']:,} drawn keys, "
+                "two-phase prediction-powered: the precision intervals are for the precision as gold says it; recall is "
+                "as the verdicts say it)")
     if manifest.get("certifies") == "gold":
         return "certifies: gold (every drawn item has a gold verdict: the intervals are for the precision as gold says it)"
     return "certifies: verdicts (the intervals are for the precision as the label store's verdicts say it)"

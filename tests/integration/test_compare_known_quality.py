@@ -19,24 +19,36 @@ def _import(store: str, path, frame: pd.DataFrame, role: str) -> None:
     import_labels(store, [str(path)], role=role, annotator=role)
 
 
-def _compare(urls: dict, store: str, out: str):
-    argv = ["compare", "--labels", store, "--budget", "120", "--seed", "4", "--out", out]
+def _cli_compare(urls: dict, store: str, out: str, *extra: str) -> tuple[int, str, str]:
+    """(exit code, run directory, stdout) of one comparison of ``urls`` at budget 120, seed 4."""
+    argv = ["compare", "--labels", store, "--budget", "120", "--seed", "4", "--out", out, *extra]
     for name, url in urls.items():
         argv += ["--system", f"{name}={url}"]
     code, stdout, err = cli(*argv)
-    assert code == 0, err
-    run = stdout.strip().splitlines()[-1]
+    assert code in (0, 3), err
+    return code, stdout.strip().splitlines()[-1], stdout
+
+
+def _compare(urls: dict, store: str, out: str, *extra: str):
+    code, run, stdout = _cli_compare(urls, store, out, *extra)
+    assert code == 0
     with open(os.path.join(run, "manifest.json")) as fh:
         return json.load(fh), pd.read_parquet(os.path.join(run, "compare.parquet")), stdout
 
 
-def test_compare_certifies_verdicts_until_every_drawn_item_has_gold(tmp_path):
-    frames, truth = synthetic(9)
+def _judged(tmp_path, accuracy: float, seed: int, **systems):
+    """Synthetic systems and their truth, a store holding a judge right with probability ``accuracy``."""
+    frames, truth = synthetic(9, **systems)
     urls = write_systems(frames, tmp_path / "systems")
-    rng = np.random.default_rng(0)
-    judge = truth.assign(label=np.where(rng.random(len(truth)) < 0.7, truth["label"], 1 - truth["label"]))
+    rng = np.random.default_rng(seed)
+    judge = truth.assign(label=np.where(rng.random(len(truth)) < accuracy, truth["label"], 1 - truth["label"]))
     store, out = str(tmp_path / "store"), str(tmp_path / "runs")
     _import(store, tmp_path / "judge.csv", judge, "judge")
+    return frames, truth, urls, store, out
+
+
+def test_compare_certifies_verdicts_until_every_drawn_item_has_gold(tmp_path):
+    frames, truth, urls, store, out = _judged(tmp_path, 0.7, 0)
 
     manifest, by_judge, stdout = _compare(urls, store, out)
     assert manifest["certifies"] == "verdicts" and "verdict_quality" not in manifest
@@ -57,3 +69,44 @@ def test_compare_certifies_verdicts_until_every_drawn_item_has_gold(tmp_path):
     est = estimate_precision(core.with_labels(truth["key"], truth["label"]))  # the same draws labeled by the truth
     np.testing.assert_allclose(gold["precision"], est.precision, rtol=1e-10)
     assert not np.allclose(gold["precision"], by_judge["precision"])
+
+
+def test_compare_with_a_gold_audit_certifies_gold_once_the_audit_has_it(tmp_path):
+    """A judge on every item, a designed gold audit: only the audit awaits people, and its gold
+    makes the precision intervals certify gold (two-phase); the draws are those without an audit."""
+    _, truth, urls, store, out = _judged(tmp_path, 0.9, 1, m=2)
+    manifest, by_judge, _ = _compare(urls, store, out)
+
+    code, run, _ = _cli_compare(urls, store, out, "--gold-budget", "30")
+    assert code == 3
+    task = pd.read_csv(os.path.join(run, "annotation_task.csv"))
+    assert len(task) == 30 and task["gold_audit"].all()  # the judge speaks for every other drawn key
+    with open(os.path.join(run, "manifest.json")) as fh:
+        waiting = json.load(fh)
+    assert waiting["gold_audit"] == {"keys": 30, "drawn_keys": manifest["counts"]["annotations"], "gold": 0,
+                                     "cannot_judge": 0, "awaiting": 30}
+    assert pd.read_parquet(os.path.join(run, "sample.parquet"))["key"].equals(
+        pd.read_parquet(os.path.join(out, manifest["run_id"], "sample.parquet"))["key"])  # the audit moves no draw
+
+    audited = truth[truth["key"].isin(task["key"])]
+    _import(store, tmp_path / "gold.csv", audited, "gold")
+    manifest, result, stdout = _compare(urls, store, out, "--gold-budget", "30")
+    d = manifest["counts"]["annotations"]
+    assert manifest["certifies"] == "gold" and manifest["recall_certifies"] == "verdicts"
+    assert manifest["gold_method"] == f"two-phase prediction-powered (PPI++), audit 30 of {d} keys"
+    assert set(manifest["gold_audit"]["lambda"]) == {"sys0", "sys1"}
+    assert all(0 <= lam <= 1 for lam in manifest["gold_audit"]["lambda"].values())
+    assert f"certifies: gold (a random gold audit of 30 of the {d} drawn keys" in stdout
+    assert list(result.columns[:8]) == ["system", "precision", "precision_se", "precision_ci_low", "precision_ci_high",
+                                        "recall", "recall_se", "n_samples"]
+    np.testing.assert_allclose(result["verdicts_precision"], by_judge["precision"], rtol=1e-12)
+    assert not np.allclose(result["precision"], by_judge["precision"])
+    assert (result["precision_ci_low"] <= result["precision"]).all() and (result["precision"] <= result["precision_ci_high"]).all()
+
+
+def test_a_gold_audit_of_one_key_is_refused_before_anything_runs(tmp_path):
+    code, _, err = cli("compare", "--system", f"a={tmp_path / 'a'}", "--budget", "4", "--seed", "0", "--out", str(tmp_path / "runs"),
+                       "--gold-budget", "1")
+    assert code == 2
+    assert err == ("prdist: error: --gold-budget 1 can never certify gold: the audit's variance needs two keys with gold. "
+                   "Use --gold-budget 2 or more.\n")

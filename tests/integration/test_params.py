@@ -158,6 +158,7 @@ def test_each_flag_of_a_declared_parameter_is_built_from_the_model():
         (["synth", "--n", "100", "--seed", "1", "--key-offset", str(2**62 - 99), "--out", "x"], P.KEY_OFFSET, 2**62 - 99),
         (["compare", "--system", "a=sys", "--budget", "1", "--seed", "0", "--out", "x"], P.BUDGET, 1),
         (["compare", "--system", "a=sys", "--budget", str(2**25 + 1), "--seed", "0", "--out", "x"], P.BUDGET, 2**25 + 1),
+        (["compare", "--system", "a=sys", "--budget", "2", "--seed", "0", "--out", "x", "--gold-budget", "0"], P.GOLD_BUDGET, 0),
     ],
 )
 def test_a_flag_message_is_the_models_under_the_flag(argv, param, value, tmp_path, capsys, monkeypatch):

@@ -35,14 +35,16 @@ function here that the Prefect flow ``flows/_compare_systems.py`` calls as one t
    about ``bucket_rows`` support items of all systems together; the driver holds only the sampled
    keys, an (m, m) matrix per bucket and the distinct patterns.
 6. **Labels** (:func:`attach_labels`) from the shared label store, by key: one label serves every
-   system and every release that outputs the item. Missing labels go to an annotation task
+   system and every release that outputs the item (with ``gold_budget``, a designed gold audit
+   of the drawn keys awaits gold verdicts too: :func:`plan_gold_audit`). Missing labels go to an annotation task
    (:func:`annotation_items`: each key with its item columns, the systems that output it and
    their scores). The item columns (every column but the key and the score) are read by
    :func:`item_columns` in a targeted pass after the join, only for the awaiting keys, only in
    the row groups where the join found them, from the first system (in the order given) that
    outputs each key.
 7. **Estimate** (:func:`estimate_systems`) the joint precision of every system with its
-   interval, and recall when an exhaustive sample is given; **write** (:func:`write_compare`)
+   interval, and recall when an exhaustive sample is given (with a complete gold audit,
+   :func:`estimate_audited`: the precision as gold says it); **write** (:func:`write_compare`)
    ``compare.parquet``, ``sample.parquet`` and, last, ``manifest.json`` into a run directory.
 
 Draws and the in-memory core
@@ -83,7 +85,9 @@ from prdist.dataflow.compare.estimation import (
     LabeledSample,
     annotation_items,
     attach_labels,
+    estimate_audited,
     estimate_systems,
+    plan_gold_audit,
     read_exhaustive,
     write_compare,
 )
@@ -113,12 +117,14 @@ __all__ = [
     "annotation_items",
     "attach_labels",
     "draw_items",
+    "estimate_audited",
     "draw_sample",
     "estimate_systems",
     "item_column_names",
     "item_columns",
     "join_sample",
     "open_systems",
+    "plan_gold_audit",
     "read_exhaustive",
     "system_weights",
     "write_compare",

@@ -12,19 +12,31 @@ labels are the gold verdicts, and the intervals are for the precision as gold sa
 (``certifies: "gold"``). Gold on only some drawn items changes no label (those items are not a
 random subsample the comparison designed, so no gold-valid correction is made from them); it
 measures the verdicts' agreement with gold there (``verdict_quality``, per source).
+
+The designed gold audit. With ``gold_budget`` N, a simple random sample without replacement of
+min(N, D) of the D distinct drawn keys (:func:`plan_gold_audit`, its own seed stream: the draws
+do not move) awaits gold verdicts, flagged in the annotation task's ``gold_audit`` column. Once
+every drawn key has a verdict (or nobody can judge it) and every audited key a gold verdict (or
+the expert cannot judge it: then it counts as not audited), the precision intervals are the
+two-phase, prediction-powered estimate of :mod:`prdist.importance.two_phase` - the verdicts
+(1/2 where none) predict gold, the audit corrects them - for the precision as gold says it
+(``certifies: "gold"``, ``gold_method`` in the manifest), with the verdicts' estimate beside it
+(``verdicts_precision``). Recall is a ratio and is not corrected: it stays as the verdicts say
+it (``recall_certifies: "verdicts"``). Gold outside the audit still only measures
+``verdict_quality``. Every drawn key with gold keeps the path above.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from prdist._validation import check_choice
 from prdist.errors import DataError, ParameterError
-from prdist.importance import JointSample, estimate_precision, estimate_recall
+from prdist.importance import JointSample, estimate_precision, estimate_precision_two_phase, estimate_recall
 from prdist.dataflow.io.artifacts import (
     RunDirectory,
     RunOutcome,
@@ -47,7 +59,9 @@ __all__ = [
     "LabeledSample",
     "annotation_items",
     "attach_labels",
+    "estimate_audited",
     "estimate_systems",
+    "plan_gold_audit",
     "read_exhaustive",
     "write_compare",
 ]
@@ -142,16 +156,45 @@ class LabeledSample:
     certifies: str = "verdicts"  # "gold": every drawn item has a gold verdict, and the labels are gold's
     verdict_quality: dict | None = None  # per source, agreement with gold on the drawn items that have it
     gold: np.ndarray | None = None  # the drawn items' gold verdicts (NaN none); None when none has one
+    audit: np.ndarray | None = None  # the designed gold audit (bool per drawn key); None without one
+    gold_awaiting: np.ndarray | None = None  # audited keys still without a gold verdict
+    two_phase: bool = False  # certified gold by the designed audit (the verdicts are the labels)
 
     @property
     def awaiting(self) -> np.ndarray:
         unknown = np.isnan(self.sample.labels)
-        return unknown if self.cannot_judge is None else unknown & ~self.cannot_judge
+        wanted = unknown if self.cannot_judge is None else unknown & ~self.cannot_judge
+        return wanted if self.gold_awaiting is None else wanted | self.gold_awaiting
+
+    def audit_record(self) -> dict | None:
+        """The manifest's ``gold_audit``: the audit's keys, those with gold, without it, awaiting it."""
+        if self.audit is None:
+            return None
+        with_gold = 0 if self.gold is None else int((self.audit & ~np.isnan(self.gold)).sum())
+        waiting = int(self.gold_awaiting.sum())
+        return {"keys": int(self.audit.sum()), "drawn_keys": int(self.audit.size), "gold": with_gold,
+                "cannot_judge": int(self.audit.sum()) - with_gold - waiting, "awaiting": waiting}
 
 
-def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None, rule: str = "majority") -> LabeledSample:
+def plan_gold_audit(drawn: DrawnSample, params: CompareParams) -> np.ndarray | None:
+    """The designed gold audit: min(N, D) of the D distinct drawn keys, a simple random sample
+    without replacement, from the stream ``SeedSequence([seed, 0x601D])`` of the comparison's
+    seed (the draws use its children: they do not move). None without ``gold_budget``.
+    """
+    if params.gold_budget is None:
+        return None
+    d = drawn.sample.keys.size
+    rng = np.random.default_rng(np.random.SeedSequence([params.seed, 0x601D]))
+    audit = np.zeros(d, dtype=bool)
+    audit[rng.choice(d, size=min(params.gold_budget, d), replace=False)] = True
+    return audit
+
+
+def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None, rule: str = "majority",
+                  audit: np.ndarray | None = None) -> LabeledSample:
     """Look every drawn key up in the shared label store (by key: one label serves every system),
-    several annotators' verdicts made one by ``rule``.
+    several annotators' verdicts made one by ``rule``; ``audit`` (:func:`plan_gold_audit`) marks
+    the keys of the designed gold audit, which await a gold verdict too.
 
     A store that does not exist yet holds no labels.
     """
@@ -161,14 +204,23 @@ def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None
     values = lookup.labels.reindex(text).to_numpy(dtype=np.float64)
     kinds = lookup.kinds.reindex(text).to_numpy(dtype=object)
     gold = lookup.roles.gold.reindex(text).to_numpy(dtype=np.float64)
-    certifies = "gold" if gold.size and not np.isnan(gold).any() else "verdicts"
-    sample = drawn.sample.with_labels(keys, gold if certifies == "gold" else values)
-    cannot = np.zeros(text.size, dtype=bool) if certifies == "gold" else kinds == "cannot_judge"
-    return LabeledSample(sample, int((np.isnan(sample.labels) & ~cannot).sum()), lookup.relabeled, lookup.examples,
-                         cannot_judge=cannot, disputed=0 if certifies == "gold" else int((kinds == "disputed").sum()),
+    every = bool(gold.size) and not np.isnan(gold).any()
+    sample = drawn.sample.with_labels(keys, gold if every else values)
+    cannot = np.zeros(text.size, dtype=bool) if every else kinds == "cannot_judge"
+    missing = np.isnan(sample.labels) & ~cannot
+    gold_awaiting, two_phase = None, False
+    if audit is not None:
+        gold_kinds = lookup.roles.gold_kinds.reindex(text).to_numpy(dtype=object)
+        gold_awaiting = audit & np.isnan(gold) & (gold_kinds != "cannot_judge")
+        missing = missing | gold_awaiting
+        two_phase = not every and not missing.any() and int((audit & ~np.isnan(gold)).sum()) >= 2
+    certifies = "gold" if every or two_phase else "verdicts"
+    return LabeledSample(sample, int(missing.sum()), lookup.relabeled, lookup.examples,
+                         cannot_judge=cannot, disputed=0 if every else int((kinds == "disputed").sum()),
                          agreement=lookup.agreement_record(), certifies=certifies,
                          verdict_quality=_quality_against_gold(lookup, text, values, gold),
-                         gold=None if np.isnan(gold).all() else gold)
+                         gold=None if np.isnan(gold).all() else gold, audit=audit, gold_awaiting=gold_awaiting,
+                         two_phase=two_phase)
 
 
 def _quality_against_gold(lookup, text: np.ndarray, values: np.ndarray, gold: np.ndarray) -> dict | None:
@@ -185,7 +237,7 @@ def _quality_against_gold(lookup, text: np.ndarray, values: np.ndarray, gold: np
 
 
 def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarray | None = None,
-                     items: pd.DataFrame | None = None) -> pd.DataFrame:
+                     items: pd.DataFrame | None = None, gold_audit: np.ndarray | None = None) -> pd.DataFrame:
     """The drawn items still without a label: what an annotator needs to see.
 
     Parameters
@@ -206,7 +258,7 @@ def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarr
         One row per listed key, in order of first draw: ``key``, the item columns (one named like
         a column below becomes ``item_<name>``), ``systems`` (the systems that output it,
         ``;``-separated), ``draws`` (how often it was drawn in all), then ``score_<system>`` for
-        every system (NaN where the system does not output it).
+        every system (NaN where the system does not output it), then ``gold_audit`` when given.
     """
     unknown = np.isnan(sample.labels) if awaiting is None else awaiting
     names = np.array(sample.systems, dtype=object)
@@ -214,6 +266,8 @@ def annotation_items(drawn: DrawnSample, sample: JointSample, awaiting: np.ndarr
     frame = pd.DataFrame({"key": sample.keys[unknown]})
     about = {"systems": [";".join(names[row]) for row in present], "draws": sample.counts[unknown].sum(axis=1)}
     about.update({f"score_{name}": drawn.scores[unknown, j] for j, name in enumerate(sample.systems)})
+    if gold_audit is not None:  # which rows want a gold verdict (import them with --role gold)
+        about["gold_audit"] = gold_audit[unknown]
     if items is not None:
         if len(items) != len(frame):
             raise ParameterError(f"annotation_items got item columns for {len(items)} keys, not the {len(frame)} listed.")
@@ -291,6 +345,49 @@ def estimate_systems(sample: JointSample, drawn: DrawnSample, params: ComparePar
     return frame[_CONTRACT_COLUMNS + rest], diagnostics
 
 
+#: The precision columns that the two-phase estimate gives for gold.
+_PRECISION_COLUMNS = ["precision", "precision_se", "precision_ci_low", "precision_ci_high", "simple_precision",
+                      "simple_precision_se", "simple_ci_low", "simple_ci_high"]
+
+
+def estimate_audited(labeled: LabeledSample, drawn: DrawnSample, params: CompareParams, *,
+                     exhaustive_in_pool=None) -> tuple[pd.DataFrame, dict]:
+    """Every system's precision as gold says it from a complete designed gold audit
+    (``labeled.two_phase``), beside the estimates as the verdicts say it.
+
+    The precision columns (joint and simple) are :func:`prdist.importance.estimate_precision_two_phase`
+    with the store's verdicts (1/2 where nobody can judge) as the predictor, plus ``gold_lambda``
+    and ``gold_simple_lambda``. ``verdicts_precision`` / ``_ci_low`` / ``_ci_high`` and the recall
+    columns are :func:`estimate_systems` on the verdicts, leaving out the drawn items nobody can
+    judge (missing at random), as the diagnostics' notes say.
+    """
+    if not labeled.two_phase:
+        raise ParameterError("estimate_audited needs a sample certified by a complete gold audit (LabeledSample.two_phase).")
+    sample = labeled.sample
+    judged = ~np.isnan(sample.labels)
+    verdicts = sample if judged.all() else replace(
+        sample, keys=sample.keys[judged], probabilities=sample.probabilities[judged], counts=sample.counts[judged],
+        labels=sample.labels[judged])
+    frame, diagnostics = estimate_systems(verdicts, drawn, params, exhaustive_in_pool=exhaustive_in_pool)
+    gold = estimate_precision_two_phase(sample, sample.labels, labeled.gold, labeled.audit, weights=params.weights,
+                                        confidence=params.confidence)
+    by_gold = gold.to_frame()
+    frame = frame.assign(verdicts_precision=frame["precision"], verdicts_precision_ci_low=frame["precision_ci_low"],
+                         verdicts_precision_ci_high=frame["precision_ci_high"])
+    for name in _PRECISION_COLUMNS + ["gold_lambda", "gold_simple_lambda"]:
+        frame[name] = by_gold[name].to_numpy()
+    left_out = int((~judged).sum())
+    diagnostics["notes"].append(
+        "precision and simple_precision are for the precision as gold says it (two-phase prediction-powered estimate "
+        f"from the gold audit of {gold.audited:,} of the {gold.drawn:,} drawn keys); verdicts_precision, recall and "
+        "pooled_recall are as the verdicts say it" + (
+            f", leaving out the {left_out:,} drawn items nobody can judge (assumed missing at random)" if left_out else "")
+        + " (recall is a ratio: the audit does not correct it).")
+    diagnostics["gold_audit"] = {"first_phase_variance": gold.first_phase_variance.tolist(),
+                                 "second_phase_variance": gold.second_phase_variance.tolist()}
+    return frame, diagnostics
+
+
 # --------------------------------------------------------------------------------------------
 # Run directory
 # --------------------------------------------------------------------------------------------
@@ -346,8 +443,8 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     task_url = None
     results = None
     if missing:
-        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting, None if items is None else items.items),
-                                             run.location)
+        task_url, _ = export_annotation_task(annotation_items(drawn, sample, labeled.awaiting, None if items is None else items.items,
+                                                              gold_audit=labeled.gold_awaiting), run.location)
     else:
         run.write_table("compare.parquet", frame)
         results = frame[["system", "precision", "precision_ci_low", "precision_ci_high", "recall", "pooled_recall", "n_samples"]]
@@ -388,6 +485,7 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
         },
         "agreement": labeled.agreement or None,
         "certifies": labeled.certifies,
+        **_gold_audit_entries(labeled, frame),
         **({"verdict_quality": labeled.verdict_quality} if labeled.verdict_quality else {}),
         "results": results,
         "diagnostics": diagnostics or {},
@@ -400,3 +498,15 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     return commit_run(run, manifest, missing, task_url)
 
 
+def _gold_audit_entries(labeled: LabeledSample, frame: pd.DataFrame | None) -> dict:
+    """The manifest's ``gold_audit`` (with a designed audit) and, once it certifies gold,
+    ``gold_method``, the λ of every system and ``recall_certifies``."""
+    record = labeled.audit_record()
+    if record is None:
+        return {}
+    if not labeled.two_phase or frame is None:
+        return {"gold_audit": record}
+    record["lambda"] = dict(zip(frame["system"], frame["gold_lambda"].astype(float)))
+    record["simple_lambda"] = dict(zip(frame["system"], frame["gold_simple_lambda"].astype(float)))
+    return {"gold_audit": record, "recall_certifies": "verdicts",
+            "gold_method": f"two-phase prediction-powered (PPI++), audit {record['gold']} of {record['drawn_keys']} keys"}

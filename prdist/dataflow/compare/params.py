@@ -61,6 +61,10 @@ class CompareParams:
         Mixture weights of the joint precision estimator (:func:`prdist.importance.mixture_weights`).
     confidence : float, default=0.95
         Level of the normal-approximation intervals, in (0, 1).
+    gold_budget : int, optional
+        A gold audit of this many distinct drawn keys (all of them when fewer are drawn): a
+        simple random sample without replacement from its own seed stream
+        (:func:`prdist.dataflow.compare.estimation.plan_gold_audit`). None: no audit.
 
     Examples
     --------
@@ -74,6 +78,7 @@ class CompareParams:
     allocation: str = P.ALLOCATION.default
     weights: str = P.WEIGHTS.default
     confidence: float = P.CONFIDENCE.default
+    gold_budget: int | None = None
 
     def __post_init__(self):
         owner = "CompareParams"
@@ -87,6 +92,7 @@ class CompareParams:
         P.ALLOCATION.check(self.allocation, owner=owner)
         P.WEIGHTS.check(self.weights, owner=owner)
         object.__setattr__(self, "confidence", check_confidence(self.confidence, owner=owner))
+        object.__setattr__(self, "gold_budget", P.GOLD_BUDGET.check(self.gold_budget, owner=owner))
 
     def to_dict(self) -> dict:
         d = self.distribution
@@ -97,6 +103,8 @@ class CompareParams:
             "allocation": self.allocation,
             "weights": self.weights,
             "confidence": self.confidence,
+            # absent without an audit: the comparisons made before it existed keep their run ids
+            **({} if self.gold_budget is None else {"gold_budget": self.gold_budget}),
         }
 
 
