@@ -44,7 +44,7 @@ def sample_task(systems, params: cmp.CompareParams, exhaustive, scheduler: str |
 
 @step(**IO_RETRIES)
 def labels_task(drawn, store: Location | None, rule: str = "majority", params: cmp.CompareParams | None = None):
-    audit = None if params is None else cmp.plan_gold_audit(drawn, params)
+    audit = None if params is None else cmp.plan_key_audit(drawn, params)
     return cmp.attach_labels(drawn, store, rule=rule, audit=audit)
 
 
@@ -93,7 +93,7 @@ def compare_systems(
     ``distribution`` is "uniform", "top_k" (with ``k``) or "score_power" (with ``power``). When
     drawn items lack labels the run holds ``annotation_task.csv``/``.jsonl`` and the flow ends in
     the state named "AwaitingLabels". ``gold_budget``: a designed gold audit of that many drawn
-    keys (:func:`prdist.dataflow.compare.plan_gold_audit`).
+    keys (:func:`prdist.dataflow.compare.plan_key_audit`).
     """
     params = cmp.CompareParams(
         budget=budget, seed=seed, distribution=SamplingDistribution(distribution, k=k, power=power),

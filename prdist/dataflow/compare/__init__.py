@@ -36,7 +36,7 @@ function here that the Prefect flow ``flows/_compare_systems.py`` calls as one t
    keys, an (m, m) matrix per bucket and the distinct patterns.
 6. **Labels** (:func:`attach_labels`) from the shared label store, by key: one label serves every
    system and every release that outputs the item (with ``gold_budget``, a designed gold audit
-   of the drawn keys awaits gold verdicts too: :func:`plan_gold_audit`). Missing labels go to an annotation task
+   of the drawn keys awaits gold verdicts too: :func:`plan_key_audit`). Missing labels go to an annotation task
    (:func:`annotation_items`: each key with its item columns, the systems that output it and
    their scores). The item columns (every column but the key and the score) are read by
    :func:`item_columns` in a targeted pass after the join, only for the awaiting keys, only in
@@ -87,7 +87,7 @@ from prdist.dataflow.compare.estimation import (
     attach_labels,
     estimate_audited,
     estimate_systems,
-    plan_gold_audit,
+    plan_key_audit,
     read_exhaustive,
     write_compare,
 )
@@ -124,7 +124,7 @@ __all__ = [
     "item_columns",
     "join_sample",
     "open_systems",
-    "plan_gold_audit",
+    "plan_key_audit",
     "read_exhaustive",
     "system_weights",
     "write_compare",

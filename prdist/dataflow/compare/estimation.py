@@ -14,7 +14,7 @@ random subsample the comparison designed, so no gold-valid correction is made fr
 measures the verdicts' agreement with gold there (``verdict_quality``, per source).
 
 The designed gold audit. With ``gold_budget`` N, a simple random sample without replacement of
-min(N, D) of the D distinct drawn keys (:func:`plan_gold_audit`, its own seed stream: the draws
+min(N, D) of the D distinct drawn keys (:func:`plan_key_audit`, its own seed stream: the draws
 do not move) awaits gold verdicts, flagged in the annotation task's ``gold_audit`` column. Once
 every drawn key has a verdict (or nobody can judge it) and every audited key a gold verdict (or
 the expert cannot judge it: then it counts as not audited), the precision intervals are the
@@ -61,7 +61,7 @@ __all__ = [
     "attach_labels",
     "estimate_audited",
     "estimate_systems",
-    "plan_gold_audit",
+    "plan_key_audit",
     "read_exhaustive",
     "write_compare",
 ]
@@ -176,7 +176,7 @@ class LabeledSample:
                 "cannot_judge": int(self.audit.sum()) - with_gold - waiting, "awaiting": waiting}
 
 
-def plan_gold_audit(drawn: DrawnSample, params: CompareParams) -> np.ndarray | None:
+def plan_key_audit(drawn: DrawnSample, params: CompareParams) -> np.ndarray | None:
     """The designed gold audit: min(N, D) of the D distinct drawn keys, a simple random sample
     without replacement, from the stream ``SeedSequence([seed, 0x601D])`` of the comparison's
     seed (the draws use its children: they do not move). None without ``gold_budget``.
@@ -193,7 +193,7 @@ def plan_gold_audit(drawn: DrawnSample, params: CompareParams) -> np.ndarray | N
 def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None, rule: str = "majority",
                   audit: np.ndarray | None = None) -> LabeledSample:
     """Look every drawn key up in the shared label store (by key: one label serves every system),
-    several annotators' verdicts made one by ``rule``; ``audit`` (:func:`plan_gold_audit`) marks
+    several annotators' verdicts made one by ``rule``; ``audit`` (:func:`plan_key_audit`) marks
     the keys of the designed gold audit, which await a gold verdict too.
 
     A store that does not exist yet holds no labels.

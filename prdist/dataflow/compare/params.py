@@ -64,7 +64,7 @@ class CompareParams:
     gold_budget : int, optional
         A gold audit of this many distinct drawn keys (all of them when fewer are drawn): a
         simple random sample without replacement from its own seed stream
-        (:func:`prdist.dataflow.compare.estimation.plan_gold_audit`). None: no audit.
+        (:func:`prdist.dataflow.compare.estimation.plan_key_audit`). None: no audit.
 
     Examples
     --------
