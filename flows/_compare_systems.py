@@ -56,9 +56,10 @@ def items_task(systems, drawn, labeled, scheduler: str | None):
 
 @step(**IN_MEMORY)
 def estimate_task(labeled, drawn, params: cmp.CompareParams):
+    by_verdicts = estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
     if labeled.two_phase:  # a complete designed gold audit: the precision as gold says it
-        return cmp.estimate_audited(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
-    return estimate_labeled(labeled, drawn, params, exhaustive_in_pool=drawn.extra_in_pool)
+        return cmp.estimate_audited(labeled, by_verdicts, params)
+    return by_verdicts
 
 
 @step(**IO_RETRIES)

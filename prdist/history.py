@@ -35,8 +35,8 @@ as a uniform random sample of the planned items' gold positives (negatives), whi
 is up to its stratification by segment with equal sampling fractions
 (:func:`prdist.verdicts.audit.plan_gold_audit`). An audit drawn by the judge's classes samples
 them at unequal rates: its rates are design-weighted and their intervals Clopper-Pearson at
-Kish's effective sample size (Korn and Graubard's interval for weighted samples), which holds
-approximately, not exactly. A rate may differ because the judge changed or
+Korn and Graubard's effective sample size r (1 - r) / V (V the rate's stratified, linearised
+variance estimate), which holds approximately, not exactly. A rate may differ because the judge changed or
 because the items did (the same judge on harder items): both are drift of the judge's quality
 on what it judges.
 
@@ -155,7 +155,7 @@ def judge_rates(counts: Mapping, confidence: float, place: int) -> JudgeRates:
         ``true_positive``, ``false_negative``, ``true_negative``, ``false_positive`` (and ``kappa``)
         as a run's manifest records them under ``verdict_quality.judge``; with ``design_weighted``
         (an audit drawn by the judge's classes) the rates are its weighted ones and the intervals
-        Clopper-Pearson at Kish's effective numbers of gold positives and negatives.
+        Clopper-Pearson at Korn and Graubard's effective numbers of gold positives and negatives.
     confidence : float in (0, 1)
         The series' confidence; the release at ``place`` spends ``delta_k`` of its budget
         (:func:`release_confidence`), half on each rate.
@@ -171,7 +171,7 @@ def judge_rates(counts: Mapping, confidence: float, place: int) -> JudgeRates:
     names = ("true_positive", "false_negative", "true_negative", "false_positive")
     tp, fn, tn, fp = (int(counts[name]) for name in names)
     compared = tp + fn + tn + fp
-    if "design_weighted" in counts:  # an audit drawn by the judge's classes: Kish-effective sizes
+    if "design_weighted" in counts:  # an audit drawn by the judge's classes: effective sizes
         weighted = counts["design_weighted"]
         wtp, wfn, wtn, wfp = (float(weighted[name]) for name in names)
         sensitivity = _weighted_rate(wtp, wtp + wfn, float(weighted["positives_effective"]), tail)
@@ -182,8 +182,9 @@ def judge_rates(counts: Mapping, confidence: float, place: int) -> JudgeRates:
 
 
 def _weighted_rate(hits: float, total: float, effective: float, tail: float) -> tuple[float, float, float] | None:
-    """A design-weighted rate with the Clopper-Pearson interval at Kish's effective sample size
-    (Korn and Graubard's interval for weighted samples: approximate)."""
+    """A design-weighted rate with the Clopper-Pearson interval at its effective sample size
+    (Korn and Graubard's interval for complex samples, without their degrees-of-freedom
+    correction: approximate)."""
     if total <= 0 or effective <= 0:
         return None
     rate = hits / total

@@ -270,6 +270,8 @@ BANDS = Param("bands", "flag", default=False, help="also draw a random arm and c
 AGGREGATE = Param("aggregate", "choice", choices=AGGREGATIONS, default="majority")
 JUDGE_COLUMN = Param("judge_column", "text", optional=True, metavar="COL")
 GOLD_BUDGET = Param("gold_budget", "int", low=1, optional=True, metavar="N")
+#: A comparison's audit certifies gold from its variance, which needs two keys with gold.
+COMPARE_GOLD_BUDGET = Param("gold_budget", "int", low=2, optional=True, metavar="N")
 SAMPLE_SIZE = Param("sample_size", "int", low=1, optional=True)
 BAND_SAMPLE = Param("band_sample", "int", low=10, default=2000)
 BAND_REPLICATES = Param("replicates", "int", low=10, default=1000)
@@ -334,6 +336,9 @@ RANK = Param("ranks", "int", low=1, high=LARGEST_COUNT, optional=True, metavar="
              help="ranks to follow (default: the latest run's guaranteed cut-offs and the powers of ten)")
 
 #: Every declared parameter (tests/integration/test_params.py checks none is constrained a second time).
+#: A command's own declaration of a flag that others declare otherwise.
+BY_COMMAND = {("compare", "--gold-budget"): COMPARE_GOLD_BUDGET}
+
 DECLARED = (
     METHOD, EPS, WINDOW, R_TILDE, CONFIDENCE, SEED, ORACLE_COLUMN, BANDS, AGGREGATE, JUDGE_COLUMN, GOLD_BUDGET,
     SAMPLE_SIZE, BAND_SAMPLE, BAND_REPLICATES, TARGET, DEMO_N, ALPHA, P_MIN, DELTA, ALLOCATION, WEIGHTS,

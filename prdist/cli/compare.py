@@ -65,8 +65,8 @@ def _add_compare(sub) -> None:
     P.WEIGHTS.add_to(
         add, help="mixture weights of the joint estimator: overlap (default; the authors' heuristic) or balance")
     P.CONFIDENCE.add_to(add)
-    P.GOLD_BUDGET.add_to(
-        add, help="a random gold audit of N of the distinct drawn keys, listed in the annotation task (column gold_audit; "
+    P.COMPARE_GOLD_BUDGET.add_to(
+        add, help="a random gold audit of N (>= 2) of the distinct drawn keys, listed in the annotation task (column gold_audit; "
              "import their verdicts with 'labels import --role gold'); once all are in, the precision intervals are for "
              "the precision as gold says it (recall stays as the verdicts say it)")
     _add_aggregate(add)
@@ -112,10 +112,7 @@ def _cmd_compare(args) -> int:
             f"--budget {budget} is too small for {len(pairs)} systems: every system needs at least 2 "
             f"draws. Use --budget {2 * len(pairs)} or more."
         )
-    P.check_all(args, (P.SEED, P.CONFIDENCE, P.GOLD_BUDGET), owner=owner, flags=True)
-    if args.gold_budget == 1:
-        raise InputError("--gold-budget 1 can never certify gold: the audit's variance needs two keys with gold. "
-                         "Use --gold-budget 2 or more.")
+    P.check_all(args, (P.SEED, P.CONFIDENCE, P.COMPARE_GOLD_BUDGET), owner=owner, flags=True)
     kind = args.distribution.replace("-", "_")
     if kind == "top_k" and args.k is None:
         raise InputError("--distribution top-k needs --k K, the size of the top.")

@@ -212,6 +212,11 @@ def certifies_line(manifest: dict) -> str:
                 "as the verdicts say it)")
     if manifest.get("certifies") == "gold":
         return "certifies: gold (every drawn item has a gold verdict: the intervals are for the precision as gold says it)"
+    audit = manifest.get("gold_audit")
+    if audit and not audit.get("awaiting") and audit.get("gold", 0) < 2:
+        return (f"certifies: verdicts (the gold audit is complete but {audit.get('gold', 0)} of its keys have a gold verdict, "
+                "the others cannot be judged; it needs two: the intervals are for the precision as the label store's "
+                "verdicts say it)")
     return "certifies: verdicts (the intervals are for the precision as the label store's verdicts say it)"
 
 

@@ -38,7 +38,7 @@ from prdist.errors import DataError, ParameterError
 from prdist.params import SEED
 from prdist.paula.plan import PaulaPlan
 
-__all__ = ["design_weights", "judge_classes", "plan_gold_audit"]
+__all__ = ["audit_design", "design_weights", "judge_classes", "plan_gold_audit"]
 
 #: The judge's classes: 1 "correct" (>= 1/2, or no verdict), 0 "incorrect".
 CLASSES = 2
@@ -226,3 +226,10 @@ def design_weights(plan: PaulaPlan, gold, classes) -> np.ndarray:
     audited = np.bincount(stratum, weights=known, minlength=count)
     ratio = np.divide(planned, audited, out=np.zeros(count), where=audited > 0)
     return np.where(known, ratio[stratum], 0.0)
+
+
+def audit_design(plan: PaulaPlan, gold, judge) -> dict:
+    """``weights`` (:func:`design_weights`) and ``strata`` of an audit drawn by ``judge``'s classes:
+    what :func:`prdist.verdicts.known_quality.verdict_quality` weighs the audit back with."""
+    classes = judge_classes(judge, plan.size, owner="audit_design")
+    return {"weights": design_weights(plan, gold, classes), "strata": strata(plan, segments(plan), classes)}

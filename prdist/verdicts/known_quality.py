@@ -77,7 +77,7 @@ rank of ``table()`` at once with probability at least ``confidence`` - up to the
 approximation of step 3 - whatever the verdicts and the judge say. Checkpoints and the prefix
 need no model; the grid points need (M) for gold, as :func:`prdist.paula_bounds` does.
 
-:func:`ppi_mean_interval` is the textbook PPI++ interval for one mean from i.i.d. data (the
+:func:`prdist.verdicts.ppi.ppi_mean_interval` is the textbook PPI++ interval for one mean from i.i.d. data (the
 formula of ppi-python's ``ppi_mean_ci``), for use on a single cut-off; :func:`verdict_quality`
 measures sensitivity, specificity and Cohen's kappa of verdicts against gold.
 """
@@ -85,7 +85,6 @@ measures sensitivity, specificity and Cohen's kappa of verdicts against gold.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -104,7 +103,6 @@ __all__ = [
     "GoldBounds",
     "VerdictQuality",
     "gold_bounds",
-    "ppi_mean_interval",
     "score_regions",
     "verdict_quality",
 ]
@@ -132,8 +130,9 @@ class Agreement:
     The four counts are over the compared items. When they are a sample drawn at unequal rates
     (a gold audit drawn by the judge's classes), ``weighted`` holds the design-weighted counts
     (each item counting N/n of its stratum: estimates of the counts over all planned items) and
-    the rates come from them, and ``effective`` holds Kish's effective numbers of gold positives
-    and negatives, (Σ w)² / Σ w², for intervals on the rates.
+    the rates come from them, and ``effective`` holds the effective numbers of gold positives and
+    negatives for intervals on the sensitivity and specificity: Korn and Graubard's
+    r (1 - r) / V, V the rate's stratified, linearised variance estimate.
     """
 
     region: str
@@ -246,21 +245,44 @@ def _unit_array(values, *, name: str, owner: str, size: int | None = None) -> np
     return arr
 
 
-def _agreement(region: str, said: np.ndarray, gold: np.ndarray, weights: np.ndarray | None = None) -> Agreement:
+def _agreement(region: str, said: np.ndarray, gold: np.ndarray, weights: np.ndarray | None = None,
+               strata: np.ndarray | None = None) -> Agreement:
     yes, pos = said >= 0.5, gold == 1.0
     cells = (yes & pos, ~yes & pos, ~yes & ~pos, yes & ~pos)
     counts = [int(np.sum(c)) for c in cells]
     if weights is None or not said.size:  # nothing compared: no weighted counts to give
         return Agreement(region, *counts)
-
-    def kish(w):
-        return float(w.sum() ** 2 / np.sum(w**2)) if w.size and np.sum(w**2) > 0 else 0.0
-
     weighted = tuple(float(np.sum(weights[c])) for c in cells)
-    return Agreement(region, *counts, weighted=weighted, effective=(kish(weights[pos]), kish(weights[~pos])))
+    effective = (_effective_size(yes, pos, weights, strata), _effective_size(~yes, ~pos, weights, strata))
+    return Agreement(region, *counts, weighted=weighted, effective=effective)
 
 
-def verdict_quality(verdicts, gold, *, regions=None, weights=None) -> VerdictQuality:
+def _effective_size(hit: np.ndarray, base: np.ndarray, weights: np.ndarray, strata: np.ndarray) -> float:
+    """Korn and Graubard's effective sample size r (1 - r) / V of the weighted rate
+    r = Σ w [hit and base] / Σ w [base], V its stratified, linearised variance estimate (each
+    stratum's items a simple random sample of it), at most the number of ``base`` items; that
+    number where r is 0 or 1 or V is 0."""
+    count = float(np.sum(base))
+    total = float(np.sum(weights[base]))
+    if total <= 0:
+        return 0.0
+    rate = float(np.sum(weights[hit & base])) / total
+    residual = np.where(base, hit.astype(float) - rate, 0.0)  # linearisation of the ratio, times Σ w [base]
+    variance = 0.0
+    for h in np.unique(strata):
+        mine = strata == h
+        n = int(mine.sum())
+        if n < 2:
+            continue
+        size = float(weights[mine].sum())  # the stratum's planned items
+        variance += size**2 * (1.0 - n / size) * float(np.var(residual[mine], ddof=1)) / n
+    variance /= total**2
+    if variance <= 0 or rate in (0.0, 1.0):
+        return count
+    return min(count, rate * (1.0 - rate) / variance)
+
+
+def verdict_quality(verdicts, gold, *, regions=None, weights=None, strata=None) -> VerdictQuality:
     """Sensitivity, specificity and Cohen's kappa of ``verdicts`` against ``gold``.
 
     Parameters
@@ -276,6 +298,8 @@ def verdict_quality(verdicts, gold, *, regions=None, weights=None) -> VerdictQua
         Design weights of the gold items when they were sampled at unequal rates
         (:func:`prdist.verdicts.audit.design_weights`): the rates are then weighted estimates
         (see :class:`Agreement`).
+    strata : array-like of int, same length
+        The stratum of every item (:func:`prdist.verdicts.audit.strata`), with ``weights``.
 
     Returns
     -------
@@ -295,16 +319,17 @@ def verdict_quality(verdicts, gold, *, regions=None, weights=None) -> VerdictQua
     if truth.size != said.size:
         raise DataError(f"{owner} needs as many gold verdicts as verdicts: got {truth.size} and {said.size}.")
     both = ~np.isnan(said) & ~np.isnan(truth)
-    w = None
+    w = h = None
     if weights is not None:
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != said.shape or np.any(w[both] < 0) or not np.all(np.isfinite(w[both])):
-            raise DataError(f"{owner} needs one finite weight >= 0 per verdict: got {w.size} for {said.size} verdicts.")
+        w, h = np.asarray(weights, dtype=np.float64), np.asarray(strata)
+        if w.shape != said.shape or h.shape != said.shape or np.any(w[both] < 0) or not np.all(np.isfinite(w[both])):
+            raise DataError(f"{owner} needs one finite weight >= 0 and one stratum per verdict: got {w.size} weights and "
+                            f"{h.size} strata for {said.size} verdicts.")
 
     def part(mask):
-        return None if w is None else w[mask]
+        return (None, None) if w is None else (w[mask], h[mask])
 
-    overall = _agreement("all", said[both], truth[both], part(both))
+    overall = _agreement("all", said[both], truth[both], *part(both))
     if regions is None:
         return VerdictQuality(overall)
     labels = np.asarray(regions, dtype=object)
@@ -312,7 +337,7 @@ def verdict_quality(verdicts, gold, *, regions=None, weights=None) -> VerdictQua
         raise DataError(f"{owner} needs one region per verdict: got {labels.size} regions for {said.size} verdicts.")
     _, first = np.unique(labels.astype(str), return_index=True)
     ordered = labels[np.sort(first)]
-    per_region = tuple(_agreement(str(r), said[both & (labels == r)], truth[both & (labels == r)], part(both & (labels == r)))
+    per_region = tuple(_agreement(str(r), said[both & (labels == r)], truth[both & (labels == r)], *part(both & (labels == r)))
                        for r in ordered)
     return VerdictQuality(overall, per_region)
 
@@ -400,15 +425,12 @@ class _Functionals:
 POOL_REACH = 20
 
 
-def _neighbourhood_sums(values: np.ndarray, group: np.ndarray, reach) -> np.ndarray:
+def _neighbourhood_sums(values: np.ndarray, group: np.ndarray, reach: int) -> np.ndarray:
     """For every stratum (column), the sums of ``values`` over the strata of its group within
-    ``reach`` places of it in rank order (all of the group's strata when ``reach`` is None)."""
+    ``reach`` places of it in rank order."""
     out = np.empty_like(values)
     for g in np.unique(group):
         mine = np.flatnonzero(group == g)
-        if reach is None:
-            out[:, mine] = values[:, mine].sum(axis=1, keepdims=True)
-            continue
         total = np.concatenate((np.zeros((values.shape[0], 1)), np.cumsum(values[:, mine], axis=1)), axis=1)
         place = np.arange(mine.size)
         low, high = np.maximum(place - reach, 0), np.minimum(place + reach + 1, mine.size)
@@ -697,9 +719,9 @@ def gold_bounds(plan: PaulaPlan, verdicts, gold, *, confidence, judge=None, audi
         int((stats.audited[stats.planned > 0] == 0).sum()) if audit_judge is not None else None,
     )
     regions = score_regions(plan)
-    weights = None if audit_judge is None else design_weights(plan, g, classes)
-    quality = verdict_quality(said, g, regions=regions, weights=weights)
-    judge_quality = None if judged is None else verdict_quality(judged, g, regions=regions, weights=weights)
+    design = {} if audit_judge is None else {"weights": design_weights(plan, g, classes), "strata": strata(plan, seg, classes)}
+    quality = verdict_quality(said, g, regions=regions, **design)
+    judge_quality = None if judged is None else verdict_quality(judged, g, regions=regions, **design)
     return GoldBounds(plan, confidence, quality, judge_quality, diagnostics, inner)
 
 
@@ -723,58 +745,3 @@ def _inner_bounds(plan: PaulaPlan, g: np.ndarray, points: np.ndarray, paper_lo, 
     for a in (g, ylo, yhi, known_ones, maybe_ones, points):
         a.setflags(write=False)
     return PaulaBounds(extended, g, empty, empty, ylo, yhi, ylo, yhi, diagnostics, known_ones, maybe_ones, None, None)
-
-
-# --------------------------------------------------------------------------------------------
-# PPI++ for one mean (the oracle-checked building block)
-# --------------------------------------------------------------------------------------------
-def ppi_mean_interval(y, yhat_labeled, yhat_unlabeled, *, confidence) -> tuple[float, float]:
-    """PPI++ (power-tuned) confidence interval for a mean, from i.i.d. labeled and unlabeled data.
-
-    With n labeled pairs (y_i, ŷ_i) and N unlabeled predictions ŷ'_j, the estimate is
-    θ̂(λ) = mean(λ ŷ') + mean(y - λ ŷ) and the interval θ̂ ± z sqrt(var(λ ŷ')/N + var(y - λ ŷ)/n)
-    (population variances), z the two-sided normal quantile. λ is tuned as in Angelopoulos,
-    Duchi and Zrnic (PPI++, 2023): λ = 2 cov(y, ŷ) / (2 (1 + n/N) var(ŷ ∪ ŷ')), cov the
-    population covariance of the labeled pairs, var the sample variance (ddof 1) of all n + N
-    predictions, clipped to [0, 1] - the formula of ppi-python 0.2.3's ``ppi_mean_ci``
-    (``lam=None``), which this function matches.
-
-    Parameters
-    ----------
-    y : array-like of float, shape (n,)
-    yhat_labeled : array-like of float, shape (n,)
-    yhat_unlabeled : array-like of float, shape (N,)
-    confidence : float in (0, 1)
-
-    Returns
-    -------
-    (low, high) : tuple of float
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> truth = rng.random(10_000) < 0.7
-    >>> guess = np.where(rng.random(10_000) < 0.9, truth, ~truth).astype(float)
-    >>> low, high = ppi_mean_interval(truth[:500], guess[:500], guess[500:], confidence=0.9)
-    >>> round(low, 3), round(high, 3)
-    (0.644, 0.686)
-    """
-    owner = "ppi_mean_interval"
-    confidence = check_confidence(confidence, owner=owner)
-    arrays = [np.asarray(a, dtype=np.float64) for a in (y, yhat_labeled, yhat_unlabeled)]
-    y, yhat, yhat_u = arrays
-    if any(a.ndim != 1 or a.size < 2 or not np.all(np.isfinite(a)) for a in arrays) or y.size != yhat.size:
-        raise DataError(
-            f"{owner} needs finite one-dimensional y and yhat_labeled of the same length (>= 2) and yhat_unlabeled "
-            f"(>= 2 values); got sizes {y.size}, {yhat.size}, {yhat_u.size}."
-        )
-    n, N = y.size, yhat_u.size
-    centre = yhat_u.mean() + (y - yhat).mean()  # θ̂(1)
-    grads, grads_hat = y - centre, yhat - centre
-    cross = 2.0 * np.mean((grads - grads.mean()) * (grads_hat - grads_hat.mean()))
-    var_hat = np.var(np.concatenate((grads_hat, yhat_u - centre)), ddof=1)
-    lam = float(np.clip(cross / (2 * (1 + n / N) * var_hat), 0.0, 1.0)) if var_hat > 0 else 0.0
-    estimate = lam * yhat_u.mean() + (y - lam * yhat).mean()
-    se = math.sqrt(np.var(lam * yhat_u) / N + np.var(y - lam * yhat) / n)
-    z = _normal_quantile(1.0 - (1.0 - confidence) / 2)
-    return float(estimate - z * se), float(estimate + z * se)

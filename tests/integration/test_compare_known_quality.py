@@ -7,8 +7,11 @@ import os
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests.support.cli_run import cli
+from prdist.dataflow.compare.params import CompareParams
+from prdist.errors import ParameterError
 from prdist.dataflow.labels.importer import import_labels
 from prdist.importance import estimate_precision
 from tests.integration.test_compare import core_sample, synthetic, write_systems
@@ -104,9 +107,27 @@ def test_compare_with_a_gold_audit_certifies_gold_once_the_audit_has_it(tmp_path
     assert (result["precision_ci_low"] <= result["precision"]).all() and (result["precision"] <= result["precision_ci_high"]).all()
 
 
+def test_a_cannot_judge_gold_verdict_on_the_last_audited_key_completes_the_comparison(tmp_path):
+    """The audit's "cannot judge" settles a key: the run that awaited it is another run, which
+    certifies gold from the other audited keys (it used to find the awaiting run again)."""
+    _, truth, urls, store, out = _judged(tmp_path, 0.9, 1, m=2)
+    code, run, _ = _cli_compare(urls, store, out, "--gold-budget", "30")
+    task = pd.read_csv(os.path.join(run, "annotation_task.csv"))
+    audited = truth[truth["key"].isin(task["key"])]
+    _import(store, tmp_path / "gold.csv", audited.iloc[:-1], "gold")
+    code, waiting, _ = _cli_compare(urls, store, out, "--gold-budget", "30")
+    assert code == 3
+    _import(store, tmp_path / "gold-last.csv", audited.iloc[-1:].assign(label=-1), "gold")  # -1: cannot judge
+    code, done, stdout = _cli_compare(urls, store, out, "--gold-budget", "30")
+    assert code == 0 and done != waiting and "certifies: gold" in stdout
+    with open(os.path.join(done, "manifest.json")) as fh:
+        assert json.load(fh)["gold_audit"]["cannot_judge"] == 1
+
+
 def test_a_gold_audit_of_one_key_is_refused_before_anything_runs(tmp_path):
     code, _, err = cli("compare", "--system", f"a={tmp_path / 'a'}", "--budget", "4", "--seed", "0", "--out", str(tmp_path / "runs"),
                        "--gold-budget", "1")
     assert code == 2
-    assert err == ("prdist: error: --gold-budget 1 can never certify gold: the audit's variance needs two keys with gold. "
-                   "Use --gold-budget 2 or more.\n")
+    assert err == "prdist: error: The '--gold-budget' parameter of prdist compare must be an int >= 2. Got 1 instead.\n"
+    with pytest.raises(ParameterError, match="gold_budget"):  # the flows' and Python's edge too
+        CompareParams(budget=4, gold_budget=1)

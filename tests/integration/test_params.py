@@ -132,9 +132,10 @@ def test_each_flag_of_a_declared_parameter_is_built_from_the_model():
         for option in action.option_strings:
             if option in flags:
                 seen.add(option)
-                assert getattr(action, "param", None) is flags[option], f"{command} {option} is not built from prdist.params"
-                assert action.dest == flags[option].name
-                assert action.choices in (None, flags[option].choices)
+                declared = P.BY_COMMAND.get((command.split()[-1], option), flags[option])
+                assert getattr(action, "param", None) is declared, f"{command} {option} is not built from prdist.params"
+                assert action.dest == declared.name
+                assert action.choices in (None, declared.choices)
     # every declared parameter the command line takes is an option of some command
     assert seen == {p.flag for p in P.DECLARED} - {"--sample-size", "--band-sample", "--replicates", "--targets"}
 
@@ -158,7 +159,7 @@ def test_each_flag_of_a_declared_parameter_is_built_from_the_model():
         (["synth", "--n", "100", "--seed", "1", "--key-offset", str(2**62 - 99), "--out", "x"], P.KEY_OFFSET, 2**62 - 99),
         (["compare", "--system", "a=sys", "--budget", "1", "--seed", "0", "--out", "x"], P.BUDGET, 1),
         (["compare", "--system", "a=sys", "--budget", str(2**25 + 1), "--seed", "0", "--out", "x"], P.BUDGET, 2**25 + 1),
-        (["compare", "--system", "a=sys", "--budget", "2", "--seed", "0", "--out", "x", "--gold-budget", "0"], P.GOLD_BUDGET, 0),
+        (["compare", "--system", "a=sys", "--budget", "2", "--seed", "0", "--out", "x", "--gold-budget", "1"], P.COMPARE_GOLD_BUDGET, 1),
     ],
 )
 def test_a_flag_message_is_the_models_under_the_flag(argv, param, value, tmp_path, capsys, monkeypatch):

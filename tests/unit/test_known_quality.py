@@ -13,9 +13,9 @@ from prdist import plan_paula
 from prdist.errors import DataError, ParameterError
 from tests.support.paths import ROOT
 from prdist.verdicts.audit import plan_gold_audit
+from prdist.verdicts.ppi import ppi_mean_interval
 from prdist.verdicts.known_quality import (
     gold_bounds,
-    ppi_mean_interval,
     score_regions,
     verdict_quality,
 )

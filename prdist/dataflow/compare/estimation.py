@@ -29,7 +29,7 @@ it (``recall_certifies: "verdicts"``). Gold outside the audit still only measure
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -159,6 +159,7 @@ class LabeledSample:
     audit: np.ndarray | None = None  # the designed gold audit (bool per drawn key); None without one
     gold_awaiting: np.ndarray | None = None  # audited keys still without a gold verdict
     two_phase: bool = False  # certified gold by the designed audit (the verdicts are the labels)
+    judge: np.ndarray | None = None  # the judge's verdict per drawn key (NaN none): the audit's predictor first
 
     @property
     def awaiting(self) -> np.ndarray:
@@ -179,7 +180,8 @@ class LabeledSample:
 def plan_key_audit(drawn: DrawnSample, params: CompareParams) -> np.ndarray | None:
     """The designed gold audit: min(N, D) of the D distinct drawn keys, a simple random sample
     without replacement, from the stream ``SeedSequence([seed, 0x601D])`` of the comparison's
-    seed (the draws use its children: they do not move). None without ``gold_budget``.
+    seed, apart from the joint draws (they use ``SeedSequence(seed)``'s children, so adding an
+    audit moves none of them). None without ``gold_budget``.
     """
     if params.gold_budget is None:
         return None
@@ -220,7 +222,7 @@ def attach_labels(drawn: DrawnSample, store: str | None, *, storage_options=None
                          agreement=lookup.agreement_record(), certifies=certifies,
                          verdict_quality=_quality_against_gold(lookup, text, values, gold),
                          gold=None if np.isnan(gold).all() else gold, audit=audit, gold_awaiting=gold_awaiting,
-                         two_phase=two_phase)
+                         two_phase=two_phase, judge=lookup.roles.judge.reindex(text).to_numpy(dtype=np.float64))
 
 
 def _quality_against_gold(lookup, text: np.ndarray, values: np.ndarray, gold: np.ndarray) -> dict | None:
@@ -350,26 +352,27 @@ _PRECISION_COLUMNS = ["precision", "precision_se", "precision_ci_low", "precisio
                       "simple_precision_se", "simple_ci_low", "simple_ci_high"]
 
 
-def estimate_audited(labeled: LabeledSample, drawn: DrawnSample, params: CompareParams, *,
-                     exhaustive_in_pool=None) -> tuple[pd.DataFrame, dict]:
+def estimate_audited(labeled: LabeledSample, by_verdicts: tuple[pd.DataFrame, dict], params: CompareParams) -> tuple[pd.DataFrame, dict]:
     """Every system's precision as gold says it from a complete designed gold audit
-    (``labeled.two_phase``), beside the estimates as the verdicts say it.
+    (``labeled.two_phase``), beside the estimates as the verdicts say it (``by_verdicts``: the
+    frame and diagnostics of :func:`prdist.dataflow.labels.unjudged.estimate_labeled`).
 
     The precision columns (joint and simple) are :func:`prdist.importance.estimate_precision_two_phase`
-    with the store's verdicts (1/2 where nobody can judge) as the predictor, plus ``gold_lambda``
-    and ``gold_simple_lambda``. ``verdicts_precision`` / ``_ci_low`` / ``_ci_high`` and the recall
-    columns are :func:`estimate_systems` on the verdicts, leaving out the drawn items nobody can
-    judge (missing at random), as the diagnostics' notes say.
+    with the judge's verdict as the predictor, else the store's verdict (1/2 where nobody can
+    judge), plus ``gold_lambda`` and ``gold_simple_lambda``. ``verdicts_precision`` /
+    ``_ci_low`` / ``_ci_high`` and the recall columns are the verdicts' estimates, leaving out the
+    drawn items nobody can judge (missing at random), as the diagnostics' notes say.
     """
     if not labeled.two_phase:
         raise ParameterError("estimate_audited needs a sample certified by a complete gold audit (LabeledSample.two_phase).")
     sample = labeled.sample
     judged = ~np.isnan(sample.labels)
-    verdicts = sample if judged.all() else replace(
-        sample, keys=sample.keys[judged], probabilities=sample.probabilities[judged], counts=sample.counts[judged],
-        labels=sample.labels[judged])
-    frame, diagnostics = estimate_systems(verdicts, drawn, params, exhaustive_in_pool=exhaustive_in_pool)
-    gold = estimate_precision_two_phase(sample, sample.labels, labeled.gold, labeled.audit, weights=params.weights,
+    frame, diagnostics = by_verdicts[0].copy(), by_verdicts[1]
+    # The judge's verdict first: annotators' verdicts given only on audited keys (the task lists
+    # them) would otherwise make the predictor depend on the audit, and the estimate biased.
+    judge = np.full(sample.keys.size, np.nan) if labeled.judge is None else labeled.judge
+    predictor = np.where(np.isnan(judge), sample.labels, judge)
+    gold = estimate_precision_two_phase(sample, predictor, labeled.gold, labeled.audit, weights=params.weights,
                                         confidence=params.confidence)
     by_gold = gold.to_frame()
     frame = frame.assign(verdicts_precision=frame["precision"], verdicts_precision_ci_low=frame["precision_ci_low"],
@@ -435,6 +438,8 @@ def write_compare(systems, drawn: DrawnSample, labeled: LabeledSample, params: C
     exhaustive_fp = None if exhaustive is None else exhaustive.fingerprint
     # gold verdicts decide what the run certifies and reports: another run (runs without gold keep their ids)
     gold_part = [] if labeled.gold is None else [labels_fingerprint(labeled.gold)]
+    if labeled.audit is not None:  # an audited key turning from awaiting to "cannot judge" is another run
+        gold_part.append(labels_fingerprint(labeled.audit, labeled.gold_awaiting))
     run = RunDirectory(out, run_id("compare", fingerprints, params.to_dict(), exhaustive_fp, labels_fp, *gold_part), storage_options)
     if (reused := committed_outcome(run)) is not None:
         return reused

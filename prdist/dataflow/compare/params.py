@@ -92,7 +92,7 @@ class CompareParams:
         P.ALLOCATION.check(self.allocation, owner=owner)
         P.WEIGHTS.check(self.weights, owner=owner)
         object.__setattr__(self, "confidence", check_confidence(self.confidence, owner=owner))
-        object.__setattr__(self, "gold_budget", P.GOLD_BUDGET.check(self.gold_budget, owner=owner))
+        object.__setattr__(self, "gold_budget", P.COMPARE_GOLD_BUDGET.check(self.gold_budget, owner=owner))
 
     def to_dict(self) -> dict:
         d = self.distribution

@@ -479,12 +479,12 @@ class LabelResolution:
         if self.judge is not None:
             sources["judge"] = self.judge
         regions = score_regions(planned.plan)
-        weights = None
+        design = {}
         if planned.audit_judge is not None:  # an audit drawn by the judge's classes: weigh it back
-            from prdist.verdicts.audit import design_weights
+            from prdist.verdicts.audit import audit_design
 
-            weights = design_weights(planned.plan, gold, ~(planned.plan_labels(planned.audit_judge) < 0.5))
-        return {name: verdict_quality(planned.plan_labels(said), gold, regions=regions, weights=weights).to_dict()
+            design = audit_design(planned.plan, gold, planned.plan_labels(planned.audit_judge))
+        return {name: verdict_quality(planned.plan_labels(said), gold, regions=regions, **design).to_dict()
                 for name, said in sorted(sources.items()) if (~np.isnan(planned.plan_labels(said))).any()}
 
     def count(self, kind: str) -> int:
