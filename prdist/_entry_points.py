@@ -18,10 +18,10 @@ What loads them, entry point by entry point:
   (fsspec), which the start of every command but ``release`` imports to ask the remote stores on
   the command line (``_check_stores_answer``), even when none is named.
 - ``prdist run`` in-process (no Prefect API, no scheduler): the Parquet footers and row groups
-  (pyarrow, fsspec), and pandas for the frames the run path still uses between the extraction
-  and the artifacts (the items and the labels, the bounds and plan tables, the report and the
-  annotation task). No Prefect, Dask or SciPy: the flow body runs as a plain function, the
-  passes on threads.
+  (pyarrow, fsspec). The run holds its tables as Arrow tables and NumPy arrays and imports no
+  pandas itself (a label store's verdicts aside); pandas is still loaded, by pyarrow: its
+  ``pa.array`` and ``to_numpy`` ask its pandas shim, which imports pandas when it is installed.
+  No Prefect, Dask or SciPy: the flow body runs as a plain function, the passes on threads.
 - ``prdist.bootstrap_bands`` first call, without a cluster: NumPy, SciPy's special functions
   and the bands' DataFrame (pandas, which loads pyarrow); no Dask, no ``scipy.stats``.
 """
