@@ -2,15 +2,20 @@
 
 A run holds its tables as Arrow tables and NumPy arrays, and never imports pandas; a user may
 hand the same functions (the report, the terminal summary) a pandas DataFrame. Both are read
-here, through what they share (``table[name].to_numpy()``, ``len(table)``), so neither this
-module nor its callers import pandas.
+here, so neither this module nor its callers import pandas.
+
+Between Arrow and NumPy the run goes through here too: pyarrow's own ``pa.array``,
+``pa.table`` of NumPy arrays and ``to_numpy`` ask its pandas shim whether a value is a pandas
+object, and the shim imports pandas whenever it is installed (0.3 s). :func:`arrow_array`,
+:func:`arrow_table` and :func:`arrow_numpy` move the same values through Arrow's buffers
+(``pa.Array.from_buffers``, ``pa.py_buffer``, ``np.frombuffer``), which ask nothing.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["column", "column_names"]
+__all__ = ["arrow_array", "arrow_numpy", "arrow_table", "column", "column_names"]
 
 
 def column_names(table) -> list[str]:
@@ -35,4 +40,108 @@ def column(table, name: str, dtype=None) -> np.ndarray:
     >>> column(pa.table({"rank": [1, 2], "score": [0.5, None]}), "score", np.float64).tolist()
     [0.5, nan]
     """
-    return np.asarray(table[name].to_numpy(), dtype=dtype)
+    values = table[name]
+    values = arrow_numpy(values) if hasattr(values, "type") else values.to_numpy()
+    return np.asarray(values, dtype=dtype)
+
+
+#: NumPy's names of Arrow's float and boolean types (Arrow's integer names are NumPy's).
+_NUMPY_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64", "bool": "bool"}
+
+
+def arrow_numpy(values) -> np.ndarray:
+    """An Arrow array or chunked array as NumPy, as its ``to_numpy(zero_copy_only=False)`` gives
+    it: numbers and booleans in their NumPy type, a column with nulls as float64 with NaN there,
+    anything else (text) as Python objects (None for null).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> arrow_numpy(pa.chunked_array([arrow_array([1, 2]), arrow_array([3])])).tolist()
+    [1, 2, 3]
+    >>> arrow_numpy(arrow_array([1.5, 2.0], mask=[False, True])).tolist()
+    [1.5, nan]
+    """
+    import pyarrow as pa
+
+    chunks = values.chunks if hasattr(values, "chunks") else [values]
+    kind = values.type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+        return np.array(values.to_pylist(), dtype=object)
+    dtype = np.dtype(_NUMPY_NAMES.get(str(kind), str(kind)))
+    parts = [_primitive(chunk, dtype) for chunk in chunks]
+    if any(part.dtype != dtype for part in parts):  # nulls somewhere: float64 with NaN throughout
+        parts = [part.astype(np.float64) for part in parts]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+def _bits(buffer, offset: int, n: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[offset:offset + n].astype(bool)
+
+
+def _primitive(chunk, dtype: np.dtype) -> np.ndarray:
+    validity, data = chunk.buffers()[:2]
+    n, offset = len(chunk), chunk.offset
+    if n == 0:
+        return np.empty(0, dtype=dtype)
+    values = _bits(data, offset, n) if dtype == np.bool_ else np.frombuffer(data, dtype=dtype)[offset:offset + n]
+    if not chunk.null_count:
+        return values
+    out = values.astype(np.float64)
+    out[~_bits(validity, offset, n)] = np.nan
+    return out
+
+
+def arrow_array(values, type=None, mask=None):
+    """``values`` (a NumPy array or a list) as an Arrow array of ``type`` (default: from the
+    NumPy type; text, and None in text, as ``string``), null where ``mask`` is True.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> arrow_array([1, 2], mask=[False, True]).to_pylist(), arrow_array(["a", None], pa.large_string()).to_pylist()
+    ([1, None], ['a', None])
+    >>> arrow_array(np.array([True, False])).to_pylist()
+    [True, False]
+    """
+    import pyarrow as pa
+
+    values = np.asarray(values)
+    mask = None if mask is None else np.asarray(mask, dtype=bool)
+    if values.dtype.kind in "OUS" or (type is not None and (pa.types.is_string(type) or pa.types.is_large_string(type))):
+        return _text_array(values, pa.string() if type is None else type, mask)
+    kind = pa.from_numpy_dtype(values.dtype) if type is None else type
+    if pa.types.is_boolean(kind):
+        data = np.packbits(values.astype(bool), bitorder="little")
+    else:
+        data = np.ascontiguousarray(values, dtype=np.dtype(_NUMPY_NAMES.get(str(kind), str(kind))))
+    nulls = 0 if mask is None else int(mask.sum())
+    validity = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(kind, values.size, [validity, pa.py_buffer(data)], null_count=nulls)
+
+
+def _text_array(values: np.ndarray, kind, mask):
+    import pyarrow as pa
+
+    null = np.array([v is None for v in values.tolist()], dtype=bool) if mask is None else mask
+    encoded = [b"" if gone else str(v).encode("utf-8") for v, gone in zip(values.tolist(), null.tolist())]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64 if pa.types.is_large_string(kind) else np.int32)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    nulls = int(null.sum())
+    validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(kind, len(encoded), [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))],
+                                 null_count=nulls)
+
+
+def arrow_table(columns: dict):
+    """An Arrow table of ``columns`` (name -> NumPy array, list, or Arrow array), in order.
+
+    Examples
+    --------
+    >>> arrow_table({"rank": np.array([1, 2]), "score": [0.5, 0.25]}).column_names
+    ['rank', 'score']
+    """
+    import pyarrow as pa
+
+    arrays = [v if isinstance(v, (pa.Array, pa.ChunkedArray)) else arrow_array(v) for v in columns.values()]
+    return pa.Table.from_arrays(arrays, names=list(columns))

@@ -38,7 +38,7 @@ import pandas as pd
 
 from prdist.errors import InputError
 from prdist.verdicts.choices import AGGREGATIONS
-from prdist.verdicts.kinds import KINDS, kinds_of
+from prdist.verdicts.kinds import KINDS, Agreement, kinds_of
 
 __all__ = [
     "AGGREGATIONS",
@@ -251,18 +251,6 @@ def dawid_skene_posterior(keys, annotators, verdicts, *, max_iter: int = 200, to
         if done:
             break
     return pd.Series(t, index=key_index)
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """Inter-annotator agreement over the keys that at least two annotators judged."""
-
-    alpha: float | None  # Krippendorff's alpha (nominal; cannot judge is missing); None: undefined
-    annotators: int
-    pairable_keys: int  # keys with correct / incorrect verdicts from two or more annotators
-
-    def to_dict(self) -> dict:
-        return {"krippendorff_alpha": self.alpha, "annotators": self.annotators, "pairable_keys": self.pairable_keys}
 
 
 def agreement(records: pd.DataFrame) -> Agreement:

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from prdist import __version__
+from prdist.columns import arrow_array, arrow_numpy
 from prdist.errors import InputError
 from prdist.dataflow.io.publishing import publish, read_parquet, write_bytes_exclusive, write_parquet
 from prdist.dataflow.io.storage import Location, join_url, resolve
@@ -196,9 +197,9 @@ def with_pandas_metadata(table: pa.Table, dtypes: dict[str, str]) -> pa.Table:
     """
     for i, f in enumerate(table.schema):
         if pa.types.is_floating(f.type) and table.column(i).null_count < len(table):
-            values = table.column(i).to_numpy()
+            values = arrow_numpy(table.column(i))
             if np.isnan(values).any():
-                table = table.set_column(i, f.name, pa.array(values, type=f.type, from_pandas=True))
+                table = table.set_column(i, f.name, arrow_array(values, type=f.type, mask=np.isnan(values)))
     columns = []
     for f in table.schema:
         pandas_type, numpy_type = _PANDAS_EXTENSION_TYPES[dtypes[f.name]] if f.name in dtypes else _PANDAS_TYPES[f.type]

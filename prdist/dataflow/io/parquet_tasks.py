@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from prdist.columns import arrow_numpy
 from prdist.errors import DataError
 from prdist.dataflow.io.parquet import (
     _INT64_MAX,
@@ -100,7 +101,7 @@ def scores_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     array = table.column(column)
     if array.null_count:
         raise DataError(f"The score column {column!r} holds null values in {where}. Drop or repair those items first.")
-    values = np.asarray((array if array.type == pa.float64() else pc.cast(array, pa.float64())).to_numpy(), dtype=np.float64)
+    values = np.asarray(arrow_numpy(array if array.type == pa.float64() else pc.cast(array, pa.float64())), dtype=np.float64)
     if not np.isfinite(values).all():
         i = int(np.flatnonzero(~np.isfinite(values))[0])
         raise DataError(
@@ -120,10 +121,10 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     if pa.types.is_integer(array.type):
         if pa.types.is_uint64(array.type) and len(array) and pc.max(array).as_py() > _INT64_MAX:
             raise _uint64_key_error(column, where, pc.max(array).as_py())
-        return np.asarray(array.to_numpy()).astype(np.int64, copy=False)
+        return arrow_numpy(array).astype(np.int64, copy=False)
     if len(array) and pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
         raise _empty_key_error(column, where)
-    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+    return np.asarray(arrow_numpy(array), dtype=object)
 
 
 def check_unique(keys: np.ndarray, where: str) -> None:

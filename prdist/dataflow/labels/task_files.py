@@ -24,6 +24,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from prdist.columns import arrow_array, arrow_numpy
 from prdist.dataflow.io import spreadsheet_csv
 from prdist.dataflow.io.publishing import publish
 from prdist.dataflow.io.spreadsheet_csv import neutralise
@@ -45,7 +46,7 @@ def export_annotation_task(items, out_dir, *, storage_options=None) -> tuple[str
     payloads = None
     if isinstance(items, pa.Table):
         task = items.drop_columns([c for c in ("label",) if c in items.column_names])
-        task = task.append_column("label", pa.array([""] * task.num_rows, type=pa.large_string()))
+        task = task.append_column("label", arrow_array(np.full(task.num_rows, "", dtype=object), type=pa.large_string()))
         payloads = task_bytes(task)
         items = task.to_pandas() if payloads is None else items
     if payloads is None:
@@ -98,7 +99,7 @@ def _cells(chunks: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
         return csv, jsn
     if chunks.null_count:
         return None
-    values = chunks.to_numpy()
+    values = arrow_numpy(chunks)
     if pa.types.is_integer(kind):
         text = values.astype(str)
         return text, text

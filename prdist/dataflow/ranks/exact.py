@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import column
+from prdist.columns import arrow_numpy, arrow_table, column
 from prdist.errors import DataError
 from prdist.ranking import as_key_array, descending_ordinal, key_hash
 from prdist.dataflow.engine.executor import map_reduce
@@ -143,7 +143,7 @@ class _Thresholds:
 
 def _label_masks(table, label: str, where: str) -> tuple[np.ndarray, np.ndarray]:
     """(positive, unknown) masks of a label column; DataError for a value other than 0, 1 or null."""
-    values = np.asarray(table.column(label).to_numpy(), dtype=np.float64)  # null -> NaN
+    values = np.asarray(arrow_numpy(table.column(label)), dtype=np.float64)  # null -> NaN
     positive = values == 1
     unknown = np.isnan(values)
     bad = ~(positive | unknown | (values == 0))
@@ -240,7 +240,7 @@ def exact_precision(resource: Resource, ranks, items=None, *, client=None) -> pa
         y[inside] = np.cumsum(positives)[before] + y_run
         z[inside] = np.cumsum(unknown)[before] + z_run
     precision = np.where(z > 0, np.nan, y / wanted)
-    return pa.table({"rank": ranks, "precision": precision[np.searchsorted(wanted, ranks)]})
+    return arrow_table({"rank": ranks, "precision": precision[np.searchsorted(wanted, ranks)]})
 
 
 def _within_runs(resource: Resource, thresholds: _Thresholds, inside: np.ndarray, partitions, names, client):

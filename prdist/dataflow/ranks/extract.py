@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist._validation import check_int
+from prdist.columns import arrow_array, arrow_numpy
 from prdist.errors import DataError
 from prdist.ranking import sorted_block_order
 from prdist.dataflow.engine.executor import run_tasks
@@ -73,10 +74,10 @@ def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
 def by_rank(items: pa.Table) -> pa.Table:
     """``items`` in rank order (the blocks read directly come in rank order already; the tied
     runs selected apart follow them)."""
-    ranks = items.column("rank").to_numpy()
+    ranks = arrow_numpy(items.column("rank"))
     if np.all(ranks[1:] > ranks[:-1]):
         return items
-    return items.take(pa.array(np.argsort(ranks, kind="stable")))
+    return items.take(arrow_array(np.argsort(ranks, kind="stable")))
 
 
 def _runs_of_rows(blocks: list[tuple[object, int]], max_rows: int) -> list[list]:
@@ -132,7 +133,7 @@ def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict)
             take = sorted_block_order(scores, keys)[wanted - start]
             check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
             if extras:
-                found_extras.append(pa.concat_tables(extra_parts, promote_options="permissive").take(pa.array(take)))
+                found_extras.append(pa.concat_tables(extra_parts, promote_options="permissive").take(arrow_array(take)))
             positions.append(wanted)
             found_keys.append(keys[take])
             found_scores.append(scores[take])
@@ -249,6 +250,6 @@ def sorted_extraction(resource: Resource, ranks, *, client=None, columns=None,
         groups_read += found.row_groups_read
         frames.append(found.items)
     result = by_rank(pa.concat_tables(frames, promote_options="permissive"))
-    check_unique(result.column("key").to_numpy(), f"the rows extracted from {resource.url}")
+    check_unique(arrow_numpy(result.column("key")), f"the rows extracted from {resource.url}")
     check_labels(result, resource.label, resource.url)
     return Extraction(result, bytes_read=int(bytes_read), row_groups_read=int(groups_read))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from prdist.columns import arrow_array, arrow_numpy, arrow_table
 from prdist.errors import DataError, ParameterError
 from prdist.dataflow.io.parquet import Resource, _key_kind
 
@@ -101,7 +102,7 @@ def empty_result(resource: Resource, extras: list[str]) -> pa.Table:
     """The result of extracting no ranks: the right columns, no rows."""
     key_type = resource.schema.field(resource.key).type
     keys = np.empty(0, dtype=np.int64 if _key_kind(key_type) == "int" else object)
-    table = pa.table({name: pa.array([], type=resource.schema.field(name).type) for name in extras}) if extras else None
+    table = arrow_table({name: arrow_array([], type=resource.schema.field(name).type) for name in extras}) if extras else None
     return result_table(np.empty(0, dtype=np.int64), keys, np.empty(0), table)
 
 
@@ -112,7 +113,7 @@ def check_labels(items: pa.Table, label: str | None, where: str) -> None:
     values = items.column(label)
     if values.null_count:
         raise DataError(f"The label column {label!r} holds missing values in {where}. Every label must be 0 or 1.")
-    values = values.to_numpy()
+    values = arrow_numpy(values)
     if values.dtype.kind == "f" and np.isnan(values).any():
         raise DataError(f"The label column {label!r} holds missing values in {where}. Every label must be 0 or 1.")
     bad = ~((values == 0) | (values == 1))
@@ -125,11 +126,11 @@ def check_labels(items: pa.Table, label: str | None, where: str) -> None:
 
 def result_table(positions: np.ndarray, keys: np.ndarray, scores: np.ndarray, extras: pa.Table | None) -> pa.Table:
     """The output of rank extraction: rank, key, score, then the extra columns (as read), by rank."""
-    columns = {"rank": pa.array(positions.astype(np.int64) + 1), "key": pa.array(keys),
-               "score": pa.array(scores.astype(np.float64))}
+    columns = {"rank": arrow_array(positions.astype(np.int64) + 1), "key": arrow_array(keys),
+               "score": arrow_array(scores.astype(np.float64))}
     if extras is not None:
         columns.update({name: extras.column(name) for name in extras.column_names})
-    return pa.table(columns)
+    return arrow_table(columns)
 
 
 def items_frame(items: pa.Table):

@@ -62,6 +62,7 @@ import numpy as np
 import pyarrow as pa
 
 from prdist._validation import check_int
+from prdist.columns import arrow_array, arrow_table
 from prdist.errors import DataError
 from prdist.ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
 from prdist.dataflow.engine.executor import map_reduce, run_tasks
@@ -383,8 +384,8 @@ def _extract_task(partition: Partition, fs, columns, extras, names: dict, *, int
         hit = np.flatnonzero(found >= 0)
         if hit.size == 0:
             continue
-        taken = pa.array(hit)
-        piece = pa.table({"key": pa.array(keys[hit]), "score": pa.array(scores[hit])})
+        taken = arrow_array(hit)
+        piece = arrow_table({"key": keys[hit], "score": scores[hit]})
         if extras:
             extra = group.read(extras).take(taken)
             for name in extras:
@@ -552,7 +553,7 @@ def _ranked_candidates(resource: Resource, partitions, pieces, final, positions,
     rank_of_sorted = np.concatenate([np.arange(iv.start, iv.start + iv.count, dtype=np.int64) for iv in final])
     keep = np.flatnonzero(np.isin(rank_of_sorted, positions))
     take = order[keep]
-    extras_table = candidates.select(extras).take(pa.array(take)) if extras else None
+    extras_table = candidates.select(extras).take(arrow_array(take)) if extras else None
     frame = result_table(rank_of_sorted[keep], keys[take], scores[take], extras_table)
     return frame, resource.bytes_of(matched_groups, extras) if extras else 0
 

@@ -18,8 +18,8 @@ from prdist.paula import derived
 from prdist import params as P
 from prdist.errors import DataError, ParameterError
 from prdist.paula.plan import plan_paula
-from prdist.columns import column, column_names
-from prdist.verdicts.kinds import kinds_of
+from prdist.columns import arrow_array, arrow_numpy, arrow_table, column, column_names
+from prdist.verdicts.kinds import Agreement, kinds_of
 from prdist.dataflow.io.artifacts import run_id
 from prdist.dataflow.io.storage import Location, join_url
 
@@ -533,14 +533,8 @@ def resolve_labels(items: pa.Table, *, oracle_column: str | None = None, store: 
                                      from_store=0, relabeled=0)
         gold, gold_kinds = truth, kinds_of(truth)
     else:
-        from prdist.dataflow.labels.store import lookup_labels, normalise_keys  # pandas: a run with a label store
-
-        lookup = lookup_labels(store, column(items, "key"), storage_options=storage_options, rule=rule)
-        keys = normalise_keys(column(items, "key"))
-        values = lookup.labels.reindex(keys).to_numpy(dtype=np.float64, copy=True)
-        kinds = lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=object, copy=True)
-        judged = lookup.judged.reindex(keys).to_numpy(dtype=bool, copy=True)
-        stored_judge = lookup.roles.judge.reindex(keys).to_numpy(dtype=np.float64)
+        found = _store_verdicts(items, store, storage_options, rule) if store is not None else _no_verdicts(items.num_rows, rule)
+        values, kinds, judged, stored_judge, relabeled, agreement, gold, gold_kinds = found
         if judge is not None:  # the column stands where neither an annotator nor a stored judge spoke
             stand = (kinds == "missing") & ~np.isnan(judge)
             values[stand] = judge[stand] >= 0.5
@@ -550,11 +544,32 @@ def resolve_labels(items: pa.Table, *, oracle_column: str | None = None, store: 
         elif judged.any():
             judge = stored_judge
         resolution = LabelResolution(values, kinds.astype(str), from_oracle=0, from_store=int((~np.isnan(values) & ~judged).sum()),
-                                     relabeled=lookup.relabeled, agreement=lookup.agreement_record())
-        gold = lookup.roles.gold.reindex(keys).to_numpy(dtype=np.float64)
-        gold_kinds = lookup.roles.gold_kinds.reindex(keys).fillna("missing").to_numpy(dtype=str)
+                                     relabeled=relabeled, agreement=agreement)
     return replace(resolution, judged=judged, judge=judge, gold=gold, gold_kinds=gold_kinds,
                    audit=None if audit is None else np.asarray(audit, dtype=bool))
+
+
+def _store_verdicts(items: pa.Table, store, storage_options, rule: str) -> tuple:
+    """The verdicts of a label store for the items, per item: label, kind, whether a judge gave
+    it, the stored judge's verdict, then the keys relabeled, the agreement record, and the gold
+    verdicts and their kinds (pandas: the store's records are aggregated as frames)."""
+    from prdist.dataflow.labels.store import lookup_labels, normalise_keys
+
+    lookup = lookup_labels(store, column(items, "key"), storage_options=storage_options, rule=rule)
+    keys = normalise_keys(column(items, "key"))
+    return (lookup.labels.reindex(keys).to_numpy(dtype=np.float64, copy=True),
+            lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=object, copy=True),
+            lookup.judged.reindex(keys).to_numpy(dtype=bool, copy=True),
+            lookup.roles.judge.reindex(keys).to_numpy(dtype=np.float64), lookup.relabeled, lookup.agreement_record(),
+            lookup.roles.gold.reindex(keys).to_numpy(dtype=np.float64),
+            lookup.roles.gold_kinds.reindex(keys).fillna("missing").to_numpy(dtype=str))
+
+
+def _no_verdicts(n: int, rule: str) -> tuple:
+    """:func:`_store_verdicts` of a run without a label store (its first): every verdict missing."""
+    nothing = np.full(n, np.nan)
+    return (nothing.copy(), np.full(n, "missing", dtype=object), np.zeros(n, dtype=bool), nothing.copy(), 0,
+            dict(Agreement(None, 0, 0).to_dict(), rule=rule), nothing.copy(), np.full(n, "missing"))
 
 
 def _column_labels(items: pa.Table, name: str) -> np.ndarray:
@@ -591,7 +606,7 @@ def _numeric_column(items: pa.Table, name: str, *, what: str, holds: str, strict
     raw = items.column(name)
     kind = raw.type
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind):
-        return np.asarray(raw.cast(pa.float64()).to_numpy(), dtype=np.float64)
+        return np.asarray(arrow_numpy(raw.cast(pa.float64())), dtype=np.float64)
     return _parsed_numbers(raw.to_pandas(), name, what=what, strict=strict)
 
 
@@ -645,7 +660,7 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         b = paula_bounds(planned.plan, labels, **kwargs)
         cutoffs = {t: derived.deepest_rank(b, t) for t in params.targets}
         columns, diagnostics = b.columns(), b.diagnostics.to_dict()
-        table = pa.table(columns)
+        table = arrow_table(columns)
         if params.confidence is None or planned.in_band_arm is not None:
             table = with_every_label(table, planned.ranks, every)
             diagnostics["tightened_by_other_labels"] = int((column(table, "yield_lower") != columns["yield_lower"]).sum()
@@ -663,7 +678,7 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         est = estimate_stratified(plan, labels, delta=params.delta)
         ranks, lower, upper = _through_n(est.grid, est.grid_lower, est.grid_upper, plan.n)
         diagnostics = {"method": "stratified", "simultaneous_confidence": 1 - params.delta}
-    table = pa.table(
+    table = arrow_table(
         {
             "rank": np.asarray(ranks, dtype=np.int64),
             "precision_lower": lower,
@@ -685,7 +700,7 @@ def gold_estimate(planned: PlannedRanks, verdicts: np.ndarray, gold: np.ndarray,
     The cut-off of a target is the deepest rank of the table whose lower bound reaches it.
     """
     found = gold_paula(planned, verdicts, gold, judge, params)
-    table = pa.table(found.columns())
+    table = arrow_table(found.columns())
     ranks, lower = column(table, "rank"), column(table, "precision_lower")
     cutoffs = {t: int(ranks[lower >= t].max()) if (lower >= t).any() else 0 for t in params.targets}
     return Estimate(table, cutoffs, None, {"gold_bounds": found.to_dict()}, certifies="gold")
@@ -746,7 +761,7 @@ def with_every_label(table: pa.Table, ranks: np.ndarray, labels: np.ndarray) -> 
     lower, upper = np.where(crossed, correct, lower), np.where(crossed, r - incorrect, upper)
     tightened = {"yield_lower": lower.astype(np.float64), "yield_upper": upper.astype(np.float64),
                  "precision_lower": lower / r, "precision_upper": upper / r}
-    return pa.table({name: tightened.get(name, table.column(name)) for name in table.column_names})
+    return arrow_table({name: tightened.get(name, table.column(name)) for name in table.column_names})
 
 
 def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
@@ -774,10 +789,10 @@ def plan_table(planned: PlannedRanks, items: pa.Table, labels: np.ndarray, kinds
         kinds = kinds_of(labels)
     table = _plan_rows(planned, items, labels, kinds)
     if planned.in_audit is not None:
-        table = table.append_column("gold_audit", pa.array(np.asarray(planned.in_audit, dtype=bool)))
-        table = table.append_column("gold", pa.array(np.where(planned.in_audit, gold, np.nan).astype(np.float64)))
+        table = table.append_column("gold_audit", arrow_array(np.asarray(planned.in_audit, dtype=bool)))
+        table = table.append_column("gold", arrow_array(np.where(planned.in_audit, gold, np.nan).astype(np.float64)))
         if judge is not None:
-            table = table.append_column("judge", pa.array(np.asarray(judge, dtype=np.float64)))
+            table = table.append_column("judge", arrow_array(np.asarray(judge, dtype=np.float64)))
     return table
 
 
@@ -788,14 +803,14 @@ PLAN_PANDAS_DTYPES = {"grid_index": "Int32"}
 def _plan_rows(planned: PlannedRanks, items: pa.Table, labels: np.ndarray, kinds: np.ndarray) -> pa.Table:
     key = items.column("key")
     on_grid = planned.grid_index >= 0
-    return pa.table(
+    return arrow_table(
         {
-            "rank": pa.array(planned.ranks.astype(np.int64)),
+            "rank": planned.ranks.astype(np.int64),
             "key": key.cast(pa.large_string()) if pa.types.is_string(key.type) else key,
-            "score": pa.array(column(items, "score", np.float64)),
-            "role": pa.array(planned.role.astype(str), type=pa.large_string()),
-            "grid_index": pa.array(planned.grid_index.astype(np.int32), mask=~on_grid, type=pa.int32()),
-            "label": pa.array(labels.astype(np.float64)),
-            "verdict": pa.array(np.asarray(kinds, dtype=str), type=pa.large_string()),
+            "score": column(items, "score", np.float64),
+            "role": arrow_array(planned.role.astype(str), type=pa.large_string()),
+            "grid_index": arrow_array(planned.grid_index.astype(np.int32), mask=~on_grid),
+            "label": labels.astype(np.float64),
+            "verdict": arrow_array(np.asarray(kinds, dtype=str), type=pa.large_string()),
         }
     )

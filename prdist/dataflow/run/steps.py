@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import column
+from prdist.columns import arrow_array, arrow_table, column
 from prdist.errors import DataError
 from prdist.render.report import render_report
 from prdist.dataflow.run import evaluate as ev
@@ -175,8 +175,8 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
     if missing:
         export = items.drop_columns([c for c in [params.oracle_column] if c in items.column_names])
         if planned.in_audit is not None:  # which rows want a gold verdict (import them with --role gold)
-            export = export.append_column("gold_audit", pa.array(np.asarray(resolution.gold_awaiting, dtype=bool)))
-        export = export.take(pa.array(np.flatnonzero(awaiting)))
+            export = export.append_column("gold_audit", arrow_array(np.asarray(resolution.gold_awaiting, dtype=bool)))
+        export = export.take(arrow_array(np.flatnonzero(awaiting)))
         task_url, _ = export_annotation_task(export, run.location)
     manifest = {
         "status": "awaiting labels" if missing else "complete",
@@ -229,8 +229,9 @@ def _cutoff_table(estimate: ev.Estimate, items: pa.Table, planned: ev.PlannedRan
     for target, rank in sorted(estimate.cutoff_ranks.items(), reverse=True):
         pos = np.searchsorted(planned.ranks, rank, side="right") - 1
         rows.append({"target": float(target), "rank": int(rank), "score": float(scores[pos]) if rank > 0 else float("nan")})
-    schema = pa.schema([("target", pa.float64()), ("rank", pa.int64()), ("score", pa.float64())])
-    return pa.Table.from_pylist(rows, schema=schema)
+    return arrow_table({"target": np.array([r["target"] for r in rows], dtype=np.float64),
+                        "rank": np.array([r["rank"] for r in rows], dtype=np.int64),
+                        "score": np.array([r["score"] for r in rows], dtype=np.float64)})
 
 
 def strict_json(value):
@@ -262,10 +263,11 @@ def cutoff_bounds(estimate: ev.Estimate, n: int) -> pa.Table:
     """
     wanted = default_ranks([r for r in estimate.cutoff_ranks.values()], n)
     if estimate.paula is not None:
-        rows = pa.table({"rank": wanted, "precision_lower": estimate.paula.lower(wanted), "precision_upper": estimate.paula.upper(wanted)})
+        rows = arrow_table({"rank": wanted, "precision_lower": estimate.paula.lower(wanted), "precision_upper": estimate.paula.upper(wanted)})
     else:
         table = estimate.bounds.select(["rank", "precision_lower", "precision_upper"])
         at = np.clip(np.searchsorted(column(table, "rank"), wanted, side="right") - 1, 0, len(table) - 1)
-        rows = table.take(pa.array(np.unique(at)))
+        rows = table.take(arrow_array(np.unique(at)))
     targets = {int(rank): float(t) for t, rank in sorted(estimate.cutoff_ranks.items()) if rank > 0}
-    return rows.add_column(1, "target", pa.array([targets.get(int(r)) for r in column(rows, "rank")], type=pa.float64()))
+    target = np.array([targets.get(int(r), np.nan) for r in column(rows, "rank")], dtype=np.float64)
+    return rows.add_column(1, "target", arrow_array(target, mask=np.isnan(target)))
