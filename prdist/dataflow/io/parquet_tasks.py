@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from prdist.columns import arrow_numpy
@@ -101,7 +100,7 @@ def scores_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     array = table.column(column)
     if array.null_count:
         raise DataError(f"The score column {column!r} holds null values in {where}. Drop or repair those items first.")
-    values = np.asarray(arrow_numpy(array if array.type == pa.float64() else pc.cast(array, pa.float64())), dtype=np.float64)
+    values = np.asarray(arrow_numpy(array if array.type == pa.float64() else array.cast(pa.float64())), dtype=np.float64)
     if not np.isfinite(values).all():
         i = int(np.flatnonzero(~np.isfinite(values))[0])
         raise DataError(
@@ -117,11 +116,14 @@ def keys_of(table: pa.Table, column: str, where: str) -> np.ndarray:
     if array.null_count:
         raise DataError(f"The key column {column!r} holds null values in {where}. Every item needs a key.")
     if pa.types.is_dictionary(array.type):
-        array = pc.cast(array, array.type.value_type)
+        array = array.cast(array.type.value_type)
     if pa.types.is_integer(array.type):
-        if pa.types.is_uint64(array.type) and len(array) and pc.max(array).as_py() > _INT64_MAX:
-            raise _uint64_key_error(column, where, pc.max(array).as_py())
-        return arrow_numpy(array).astype(np.int64, copy=False)
+        values = arrow_numpy(array)
+        if values.dtype == np.uint64 and values.size and int(values.max()) > _INT64_MAX:
+            raise _uint64_key_error(column, where, int(values.max()))
+        return values.astype(np.int64, copy=False)
+    import pyarrow.compute as pc  # text keys only: an empty key is refused
+
     if len(array) and pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
         raise _empty_key_error(column, where)
     return np.asarray(arrow_numpy(array), dtype=object)

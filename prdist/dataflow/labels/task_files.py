@@ -9,7 +9,7 @@ any other column, which the caller then writes through pandas.
 
 What pandas writes, kept exactly:
 
-- CSV: floats as NumPy prints them (the shortest text that reads back), NaN and null text as an
+- CSV: floats as Python's ``repr`` (the shortest text that reads back), NaN and null text as an
   empty field, booleans as True / False, text neutralised for spreadsheets
   (:func:`~prdist.dataflow.io.spreadsheet_csv.neutralise`) and quoted where it holds a comma, a
   quote or a line break; rows end in CRLF.
@@ -20,6 +20,7 @@ What pandas writes, kept exactly:
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -73,42 +74,52 @@ def task_bytes(table: pa.Table) -> tuple[bytes, bytes] | None:
     if any(c is None for c in cells):
         return None
     names = table.column_names
-    csv_rows = _joined([c[0] for c in cells], ",")
     header = ",".join(_csv_quoted(neutralise(str(name))) for name in names)
+    csv_rows = [",".join(row) for row in zip(*(c[0] for c in cells))]
     csv = "\r\n".join([header, *csv_rows]) + "\r\n"
-    keys = [_json_text(name) + ":" for name in names]
-    json_rows = _joined([np.strings.add(key, c[1]) for key, c in zip(keys, cells)], ",")
-    jsonl = "".join("{" + row + "}\n" for row in json_rows)
+    template = "{" + ",".join(_json_text(name).replace("%", "%%") + ":%s" for name in names) + "}\n"
+    jsonl = "".join(template % row for row in zip(*(c[1] for c in cells)))
     return csv.encode("utf-8"), jsonl.encode("utf-8")
 
 
-def _joined(columns: list[np.ndarray], separator: str) -> list[str]:
-    rows = columns[0]
-    for cells in columns[1:]:
-        rows = np.strings.add(np.strings.add(rows, separator), cells)
-    return rows.tolist()
-
-
-def _cells(chunks: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
+def _cells(chunks: pa.ChunkedArray) -> tuple[list[str], list[str]] | None:
     """The (CSV, JSON) text of every cell of a column, or None for a type written by pandas only."""
     kind = chunks.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        values = chunks.to_pylist()
-        csv = np.array(["" if v is None else _csv_quoted(neutralise(v)) for v in values], dtype=object).astype(str)
-        jsn = np.array(["null" if v is None else _json_text(v) for v in values], dtype=object).astype(str)
-        return csv, jsn
+        return _text_cells(chunks.to_pylist())
     if chunks.null_count:
         return None
     values = arrow_numpy(chunks)
     if pa.types.is_integer(kind):
-        text = values.astype(str)
+        text = list(map(str, values.tolist()))
         return text, text
     if pa.types.is_boolean(kind):
-        return np.where(values, "True", "False"), np.where(values, "true", "false")
+        return np.where(values, "True", "False").tolist(), np.where(values, "true", "false").tolist()
     if kind == pa.float64():
         nan = np.isnan(values)
-        return np.where(nan, "", values.astype(str)), np.where(nan, "null", json_doubles(values))
+        csv = ["" if gone else text for gone, text in zip(nan.tolist(), map(repr, values.tolist()))]
+        return csv, np.where(nan, "null", json_doubles(values)).tolist()
     return None
+
+
+#: Text that CSV quotes or neutralises, or that JSON escapes, somewhere in it; other text is
+#: written as it is (CSV) or between quotes (JSON), without a call per cell.
+_SPECIAL = re.compile(r"^'*[=+\-@\t\r]|[,\"\r\n\\/\x00-\x1f]")
+
+
+def _text_cells(values: list) -> tuple[list[str], list[str]]:
+    csv, jsn = [], []
+    for v in values:
+        if v is None:
+            csv.append("")
+            jsn.append("null")
+        elif _SPECIAL.search(v):
+            csv.append(_csv_quoted(neutralise(v)))
+            jsn.append(_json_text(v))
+        else:
+            csv.append(v)
+            jsn.append('"' + v + '"')
+    return csv, jsn
 
 
 def _csv_quoted(text: str) -> str:

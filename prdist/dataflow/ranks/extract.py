@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist._validation import check_int
-from prdist.columns import arrow_array, arrow_numpy
+from prdist.columns import arrow_numpy, take_rows
 from prdist.errors import DataError
 from prdist.ranking import sorted_block_order
 from prdist.dataflow.engine.executor import run_tasks
@@ -77,7 +77,7 @@ def by_rank(items: pa.Table) -> pa.Table:
     ranks = arrow_numpy(items.column("rank"))
     if np.all(ranks[1:] > ranks[:-1]):
         return items
-    return items.take(arrow_array(np.argsort(ranks, kind="stable")))
+    return take_rows(items, np.argsort(ranks, kind="stable"))
 
 
 def _runs_of_rows(blocks: list[tuple[object, int]], max_rows: int) -> list[list]:
@@ -133,7 +133,7 @@ def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict)
             take = sorted_block_order(scores, keys)[wanted - start]
             check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
             if extras:
-                found_extras.append(pa.concat_tables(extra_parts, promote_options="permissive").take(arrow_array(take)))
+                found_extras.append(take_rows(pa.concat_tables(extra_parts, promote_options="permissive"), take))
             positions.append(wanted)
             found_keys.append(keys[take])
             found_scores.append(scores[take])

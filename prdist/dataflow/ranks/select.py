@@ -62,7 +62,7 @@ import numpy as np
 import pyarrow as pa
 
 from prdist._validation import check_int
-from prdist.columns import arrow_array, arrow_table
+from prdist.columns import arrow_table, take_rows
 from prdist.errors import DataError
 from prdist.ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
 from prdist.dataflow.engine.executor import map_reduce, run_tasks
@@ -384,10 +384,9 @@ def _extract_task(partition: Partition, fs, columns, extras, names: dict, *, int
         hit = np.flatnonzero(found >= 0)
         if hit.size == 0:
             continue
-        taken = arrow_array(hit)
         piece = arrow_table({"key": keys[hit], "score": scores[hit]})
         if extras:
-            extra = group.read(extras).take(taken)
+            extra = take_rows(group.read(extras), hit)
             for name in extras:
                 piece = piece.append_column(name, extra.column(name))
         pieces.append((group.index, piece))
@@ -553,7 +552,7 @@ def _ranked_candidates(resource: Resource, partitions, pieces, final, positions,
     rank_of_sorted = np.concatenate([np.arange(iv.start, iv.start + iv.count, dtype=np.int64) for iv in final])
     keep = np.flatnonzero(np.isin(rank_of_sorted, positions))
     take = order[keep]
-    extras_table = candidates.select(extras).take(arrow_array(take)) if extras else None
+    extras_table = take_rows(candidates.select(extras), take) if extras else None
     frame = result_table(rank_of_sorted[keep], keys[take], scores[take], extras_table)
     return frame, resource.bytes_of(matched_groups, extras) if extras else 0
 

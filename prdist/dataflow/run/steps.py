@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import arrow_array, arrow_table, column
+from prdist.columns import arrow_array, arrow_table, column, take_rows
 from prdist.errors import DataError
 from prdist.render.report import render_report
 from prdist.dataflow.run import evaluate as ev
@@ -176,7 +176,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         export = items.drop_columns([c for c in [params.oracle_column] if c in items.column_names])
         if planned.in_audit is not None:  # which rows want a gold verdict (import them with --role gold)
             export = export.append_column("gold_audit", arrow_array(np.asarray(resolution.gold_awaiting, dtype=bool)))
-        export = export.take(arrow_array(np.flatnonzero(awaiting)))
+        export = take_rows(export, np.flatnonzero(awaiting))
         task_url, _ = export_annotation_task(export, run.location)
     manifest = {
         "status": "awaiting labels" if missing else "complete",
@@ -267,7 +267,7 @@ def cutoff_bounds(estimate: ev.Estimate, n: int) -> pa.Table:
     else:
         table = estimate.bounds.select(["rank", "precision_lower", "precision_upper"])
         at = np.clip(np.searchsorted(column(table, "rank"), wanted, side="right") - 1, 0, len(table) - 1)
-        rows = table.take(arrow_array(np.unique(at)))
+        rows = take_rows(table, np.unique(at))
     targets = {int(rank): float(t) for t, rank in sorted(estimate.cutoff_ranks.items()) if rank > 0}
     target = np.array([targets.get(int(r), np.nan) for r in column(rows, "rank")], dtype=np.float64)
     return rows.add_column(1, "target", arrow_array(target, mask=np.isnan(target)))
