@@ -34,7 +34,7 @@ from flows._policies import (
 )
 from flows.release import current_release
 from prdist import params as P
-from prdist.columns import column
+from prdist.frames.columns import column
 from prdist.redaction import redact_url
 from flows.events import announce_evaluation
 from prdist.dataflow.run import evaluate as ev

@@ -21,7 +21,7 @@ What loads them, entry point by entry point:
   (pyarrow, fsspec). The run holds its tables as Arrow tables and NumPy arrays from the
   extraction to the artifacts, and loads no pandas: not itself, and not through pyarrow, whose
   ``pa.array``, ``pa.table`` of NumPy arrays and ``to_numpy`` import pandas (its pandas shim)
-  whenever it is installed; the run goes through Arrow's buffers instead (:mod:`prdist.columns`).
+  whenever it is installed; the run goes through Arrow's buffers instead (:mod:`prdist.frames.columns`).
   Nor ``pyarrow.compute`` (rows are taken with NumPy). No Prefect, Dask or SciPy: the flow body
   runs as a plain function, the passes on threads.
 - ``prdist run --labels``: the same, and pandas for the label store, whose records are read and

@@ -22,7 +22,7 @@ from prdist.render.svg import (
     value_range,
 )
 from prdist.render.tables import BANDS_COLUMNS, BoundsView, numbers
-from prdist.columns import column_names
+from prdist.frames.columns import column_names
 
 __all__ = ["section_bands", "section_bands_missing", "section_pr", "section_precision"]
 

@@ -10,7 +10,7 @@ import numpy as np
 from prdist.paula.bounds import within_gamma
 from prdist.redaction import is_secret_name
 from prdist.render.markup import as_mapping, esc, html_table, is_number, number, plain, thousands
-from prdist.columns import column, column_names
+from prdist.frames.columns import column, column_names
 from prdist.render.tables import finite_column, numbers
 
 __all__ = ["section_cutoffs", "section_diagnostics", "section_known_quality", "section_labels"]

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import column, column_names
+from prdist.frames.columns import column, column_names
 from prdist.errors import DataError, ParameterError
 
 __all__ = ["BANDS_COLUMNS", "BOUNDS_COLUMNS", "CUTOFF_COLUMNS", "EXACT_COLUMNS", "OWNER", "PLAN_COLUMNS", "BoundsView",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from prdist.columns import column
+from prdist.frames.columns import column
 from prdist.paula.bounds import within_gamma
 from prdist.redaction import terminal_text
 

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from prdist import __version__
-from prdist.columns import arrow_array, arrow_numpy
+from prdist.frames.columns import arrow_array, arrow_numpy
 from prdist.errors import InputError
 from prdist.dataflow.io.publishing import publish, read_parquet, write_bytes_exclusive, write_parquet
 from prdist.dataflow.io.storage import Location, join_url, resolve

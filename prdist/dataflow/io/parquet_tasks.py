@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prdist.columns import arrow_numpy
+from prdist.frames.columns import arrow_numpy
 from prdist.errors import DataError
 from prdist.dataflow.io.parquet import (
     _INT64_MAX,

@@ -25,7 +25,7 @@ import re
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import arrow_array, arrow_numpy
+from prdist.frames.columns import arrow_array, arrow_numpy
 from prdist.dataflow.io import spreadsheet_csv
 from prdist.dataflow.io.publishing import publish
 from prdist.dataflow.io.spreadsheet_csv import neutralise

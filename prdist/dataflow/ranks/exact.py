@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import arrow_numpy, arrow_table, column
+from prdist.frames.columns import arrow_numpy, arrow_table, column
 from prdist.errors import DataError
 from prdist.ranking import as_key_array, descending_ordinal, key_hash
 from prdist.dataflow.engine.executor import map_reduce

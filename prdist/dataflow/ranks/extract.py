@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist._validation import check_int
-from prdist.columns import arrow_numpy, take_rows
+from prdist.frames.columns import arrow_numpy, take_rows
 from prdist.errors import DataError
 from prdist.ranking import sorted_block_order
 from prdist.dataflow.engine.executor import run_tasks

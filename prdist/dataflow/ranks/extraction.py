@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import arrow_array, arrow_numpy, arrow_table
+from prdist.frames.columns import arrow_array, arrow_numpy, arrow_table
 from prdist.errors import DataError, ParameterError
 from prdist.dataflow.io.parquet import Resource, _key_kind
 

@@ -62,7 +62,7 @@ import numpy as np
 import pyarrow as pa
 
 from prdist._validation import check_int
-from prdist.columns import arrow_table, take_rows
+from prdist.frames.columns import arrow_table, take_rows
 from prdist.errors import DataError
 from prdist.ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
 from prdist.dataflow.engine.executor import map_reduce, run_tasks

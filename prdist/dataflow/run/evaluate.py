@@ -18,7 +18,7 @@ from prdist.paula import derived
 from prdist import params as P
 from prdist.errors import DataError, ParameterError
 from prdist.paula.plan import plan_paula
-from prdist.columns import arrow_array, arrow_numpy, arrow_table, column, column_names
+from prdist.frames.columns import arrow_array, arrow_numpy, arrow_table, column, column_names
 from prdist.verdicts.kinds import Agreement, kinds_of
 from prdist.dataflow.io.artifacts import run_id
 from prdist.dataflow.io.storage import Location, join_url
@@ -533,7 +533,7 @@ def resolve_labels(items: pa.Table, *, oracle_column: str | None = None, store: 
                                      from_store=0, relabeled=0)
         gold, gold_kinds = truth, kinds_of(truth)
     else:
-        found = _store_verdicts(items, store, storage_options, rule) if store is not None else _no_verdicts(items.num_rows, rule)
+        found = _store_verdicts(items, store, storage_options, rule)
         values, kinds, judged, stored_judge, relabeled, agreement, gold, gold_kinds = found
         if judge is not None:  # the column stands where neither an annotator nor a stored judge spoke
             stand = (kinds == "missing") & ~np.isnan(judge)
@@ -550,24 +550,12 @@ def resolve_labels(items: pa.Table, *, oracle_column: str | None = None, store: 
 
 
 def _store_verdicts(items: pa.Table, store, storage_options, rule: str) -> tuple:
-    """The verdicts of a label store for the items, per item: label, kind, whether a judge gave
-    it, the stored judge's verdict, then the keys relabeled, the agreement record, and the gold
-    verdicts and their kinds (pandas: the store's records are aggregated as frames)."""
-    from prdist.dataflow.labels.store import lookup_labels, normalise_keys
+    """``store_verdicts`` (:mod:`prdist.dataflow.labels.store`, pandas), or without a store none."""
+    if store is not None:
+        from prdist.dataflow.labels.store import store_verdicts
 
-    lookup = lookup_labels(store, column(items, "key"), storage_options=storage_options, rule=rule)
-    keys = normalise_keys(column(items, "key"))
-    return (lookup.labels.reindex(keys).to_numpy(dtype=np.float64, copy=True),
-            lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=object, copy=True),
-            lookup.judged.reindex(keys).to_numpy(dtype=bool, copy=True),
-            lookup.roles.judge.reindex(keys).to_numpy(dtype=np.float64), lookup.relabeled, lookup.agreement_record(),
-            lookup.roles.gold.reindex(keys).to_numpy(dtype=np.float64),
-            lookup.roles.gold_kinds.reindex(keys).fillna("missing").to_numpy(dtype=str))
-
-
-def _no_verdicts(n: int, rule: str) -> tuple:
-    """:func:`_store_verdicts` of a run without a label store (its first): every verdict missing."""
-    nothing = np.full(n, np.nan)
+        return store_verdicts(column(items, "key"), store, storage_options=storage_options, rule=rule)
+    n, nothing = items.num_rows, np.full(items.num_rows, np.nan)
     return (nothing.copy(), np.full(n, "missing", dtype=object), np.zeros(n, dtype=bool), nothing.copy(), 0,
             dict(Agreement(None, 0, 0).to_dict(), rule=rule), nothing.copy(), np.full(n, "missing"))
 
@@ -607,13 +595,9 @@ def _numeric_column(items: pa.Table, name: str, *, what: str, holds: str, strict
     kind = raw.type
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind):
         return np.asarray(arrow_numpy(raw.cast(pa.float64())), dtype=np.float64)
-    return _parsed_numbers(raw.to_pandas(), name, what=what, strict=strict)
+    import pandas as pd  # a column of text (or other values) is read as numbers by pandas
 
-
-def _parsed_numbers(raw, name: str, *, what: str, strict: bool) -> np.ndarray:
-    """A column of text (or other values) read as numbers by pandas (loaded only for such a column)."""
-    import pandas as pd
-
+    raw = raw.to_pandas()
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
     text = np.isnan(values) & raw.notna().to_numpy()
     if strict and text.any():
@@ -781,9 +765,8 @@ def plan_table(planned: PlannedRanks, items: pa.Table, labels: np.ndarray, kinds
     ``gold`` (float64: its gold verdict, NaN where none or outside the audit), and with a judge
     also ``judge`` (float64: the judge's probability or 0/1 verdict, NaN where none: what its
     gold bounds used, so that ``prdist history`` bounds it again alike); ``role`` keeps the
-    plan's own role (an audit row is also a prefix / window / random / stratum row). Text is
-    ``large_string`` and ``grid_index`` int32 with nulls where a row is on no grid point
-    (:data:`PLAN_PANDAS_DTYPES`: pandas reads it as ``Int32``).
+    plan's own role (an audit row is also a prefix / window / random / stratum row). ``grid_index``
+    is int32, null off the grid (pandas reads it as ``Int32``: :data:`PLAN_PANDAS_DTYPES`).
     """
     if kinds is None:
         kinds = kinds_of(labels)

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from prdist.columns import arrow_array, arrow_table, column, take_rows
+from prdist.frames.columns import arrow_array, arrow_table, column, take_rows
 from prdist.errors import DataError
 from prdist.render.report import render_report
 from prdist.dataflow.run import evaluate as ev
