@@ -36,7 +36,8 @@ class Extraction:
     ----------
     items : pyarrow.Table
         The items: for ranks, columns ``rank`` (int64), ``key``, ``score`` (float64), then the
-        extra columns, one row per distinct requested rank, in rank order.
+        extra columns, one row per distinct requested rank, in rank order. (The item columns of
+        :func:`prdist.dataflow.compare.sampling.item_columns` are a pandas DataFrame.)
     bytes_read : int
         Compressed Parquet bytes of the column chunks read (every pass counted).
     row_groups_read : int, default=0
@@ -53,7 +54,7 @@ class Extraction:
         Wall-clock seconds of the extraction, where measured (a staged extraction records them).
     """
 
-    items: pa.Table
+    items: pa.Table  # or a DataFrame: item_columns (prdist compare)
     bytes_read: int
     row_groups_read: int = 0
     passes: int = 0
