@@ -51,8 +51,8 @@ _NUMPY_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64",
 
 def arrow_numpy(values) -> np.ndarray:
     """An Arrow array or chunked array as NumPy, as its ``to_numpy(zero_copy_only=False)`` gives
-    it: numbers and booleans in their NumPy type, a column with nulls as float64 with NaN there,
-    anything else (text) as Python objects (None for null).
+    it: numbers and booleans in their NumPy type, numbers with nulls as float64 with NaN there,
+    booleans with nulls and anything else (text) as Python objects (None for null).
 
     Examples
     --------
@@ -70,8 +70,8 @@ def arrow_numpy(values) -> np.ndarray:
         return np.array(values.to_pylist(), dtype=object)
     dtype = np.dtype(_NUMPY_NAMES.get(str(kind), str(kind)))
     parts = [_primitive(chunk, dtype) for chunk in chunks]
-    if any(part.dtype != dtype for part in parts):  # nulls somewhere: float64 with NaN throughout
-        parts = [part.astype(np.float64) for part in parts]
+    if any(part.dtype != dtype for part in parts):  # nulls somewhere: float64 with NaN (objects) throughout
+        parts = [part.astype(_with_nulls(dtype)) for part in parts]
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
@@ -94,9 +94,15 @@ def _primitive(chunk, dtype: np.dtype) -> np.ndarray:
     values = _bits(data, offset, n) if dtype == np.bool_ else np.frombuffer(data, dtype=dtype)[offset:offset + n]
     if not chunk.null_count:
         return values
-    out = values.astype(np.float64)
-    out[~_valid(chunk)] = np.nan
+    out = values.astype(_with_nulls(dtype))
+    out[~_valid(chunk)] = None if dtype == np.bool_ else np.nan
     return out
+
+
+def _with_nulls(dtype: np.dtype):
+    """The NumPy type of a column of ``dtype`` with nulls: floats keep theirs (NaN), integers
+    become float64 (NaN), booleans objects (None)."""
+    return object if dtype == np.bool_ else dtype if dtype.kind == "f" else np.float64
 
 
 def arrow_array(values, type=None, mask=None):
@@ -115,7 +121,8 @@ def arrow_array(values, type=None, mask=None):
 
     values = np.asarray(values)
     mask = None if mask is None else np.asarray(mask, dtype=bool)
-    if values.dtype.kind in "OUS" or (type is not None and (pa.types.is_string(type) or pa.types.is_large_string(type))):
+    text = pa.types.is_string(type) or pa.types.is_large_string(type) if type is not None else values.dtype.kind in "OUS"
+    if text:
         return _text_array(values, pa.string() if type is None else type, mask)
     kind = pa.from_numpy_dtype(values.dtype) if type is None else type
     if pa.types.is_boolean(kind):

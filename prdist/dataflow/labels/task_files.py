@@ -155,7 +155,7 @@ def json_doubles(values: np.ndarray) -> np.ndarray:
     diff = scaled - frac.astype(np.float64)
     up = (diff > 0.5) | ((diff == 0.5) & ((frac == 0) | (frac & np.uint64(1)).astype(bool)))
     frac = frac + up.astype(np.uint64)
-    carry = (diff > 0.5) & (frac >= np.uint64(10**_DECIMALS))
+    carry = frac >= np.uint64(10**_DECIMALS)  # 0.99999999995 -> 1.0
     frac[carry], whole[carry] = 0, whole[carry] + np.uint64(1)
     digits = np.strings.rstrip(np.strings.zfill(frac.astype(str), _DECIMALS), "0")
     digits = np.where(digits == "", "0", digits)
