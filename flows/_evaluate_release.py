@@ -34,6 +34,7 @@ from flows._policies import (
 )
 from flows.release import current_release
 from prdist import params as P
+from prdist.frames.columns import column
 from prdist.redaction import redact_url
 from flows.events import announce_evaluation
 from prdist.dataflow.run import evaluate as ev
@@ -198,7 +199,7 @@ def _compute(res, planned, params: ev.EvaluationParams, *, out: Location, labels
     est = estimate_task(planned, resolution.labels, params, resolution.certified_gold, resolution.judge)
     pr_bands = bands_task(planned, items, resolution.labels, params, scheduler, settled=resolution.kinds == "cannot_judge")
     # In simulation the truth is known: record the exact precision beside the bounds.
-    exact = exact_task(res, est.bounds["rank"].to_numpy(), items, scheduler) if params.oracle_column else None
+    exact = exact_task(res, column(est.bounds, "rank"), items, scheduler) if params.oracle_column else None
     outcome = write_task(res, planned, extraction, resolution, est, params, out, pr_bands, exact, series)
     return outcome, cutoff_bounds(est, res.n)
 

@@ -283,7 +283,7 @@ def run_artifacts(outcome, bounds) -> None:
     run_id = outcome.manifest["run_id"]
     if bounds is not None:
         publish_artifact(lambda: create_table_artifact(
-            table=strict_json(bounds.to_dict(orient="records")), key="prdist-bounds",
+            table=strict_json(bounds.to_pylist()), key="prdist-bounds",
             description=f"Precision bounds of run {run_id} at its guaranteed cut-offs and the powers of ten",
         ), what="prdist-bounds table", url=outcome.url)
     report = report_location(redact_url(join_url(outcome.url, "report.html")))

@@ -37,7 +37,6 @@ import logging
 import os
 import uuid
 
-import pandas as pd
 
 from flows._policies import in_flow_run, report_location
 from flows._runner import configured_api, may_have_api
@@ -164,7 +163,7 @@ def announce_run(outcome, *, runs: str, storage_options=None) -> list:
     return [event for event in sent if event is not None]
 
 
-def announce_changes(series: str, rows: pd.DataFrame, *, runs: str, storage_options=None) -> object:
+def announce_changes(series: str, rows, *, runs: str, storage_options=None) -> object:
     """``prdist.precision.changed`` for the certain changes ``rows`` of the newest release of ``series``.
 
     ``rows`` are rows of a history table (:data:`prdist.dataflow.history.HISTORY_COLUMNS`) of one

@@ -18,10 +18,14 @@ What loads them, entry point by entry point:
   (fsspec), which the start of every command but ``release`` imports to ask the remote stores on
   the command line (``_check_stores_answer``), even when none is named.
 - ``prdist run`` in-process (no Prefect API, no scheduler): the Parquet footers and row groups
-  (pyarrow, fsspec), and pandas for the frames the run path still uses between the extraction
-  and the artifacts (the items and the labels, the bounds and plan tables, the report and the
-  annotation task). No Prefect, Dask or SciPy: the flow body runs as a plain function, the
-  passes on threads.
+  (pyarrow, fsspec). The run holds its tables as Arrow tables and NumPy arrays from the
+  extraction to the artifacts, and loads no pandas: not itself, and not through pyarrow, whose
+  ``pa.array``, ``pa.table`` of NumPy arrays and ``to_numpy`` import pandas (its pandas shim)
+  whenever it is installed; the run goes through Arrow's buffers instead (:mod:`prdist.frames.columns`).
+  Nor ``pyarrow.compute`` (rows are taken with NumPy). No Prefect, Dask or SciPy: the flow body
+  runs as a plain function, the passes on threads.
+- ``prdist run --labels``: the same, and pandas for the label store, whose records are read and
+  aggregated as DataFrames (:mod:`prdist.dataflow.labels.store`, :mod:`prdist.verdicts.aggregation`).
 - ``prdist.bootstrap_bands`` first call, without a cluster: NumPy, SciPy's special functions
   and the bands' DataFrame (pandas, which loads pyarrow); no Dask, no ``scipy.stats``.
 """
@@ -48,6 +52,7 @@ ENTRY_POINTS = (
     EntryPoint("import prdist", loads=()),
     EntryPoint("prdist --help", loads=()),
     EntryPoint("prdist budget", loads=("numpy", "fsspec")),
-    EntryPoint("prdist run", loads=("numpy", "pandas", "pyarrow", "fsspec")),
+    EntryPoint("prdist run", loads=("numpy", "pyarrow", "fsspec")),
+    EntryPoint("prdist run --labels", loads=("numpy", "pandas", "pyarrow", "fsspec")),
     EntryPoint("prdist.bootstrap_bands", loads=("numpy", "pandas", "pyarrow", "scipy")),
 )

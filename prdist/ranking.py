@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from prdist.errors import DataError
 
@@ -56,15 +55,28 @@ def key_hash(keys) -> np.ndarray:
     """Return a deterministic uint64 hash of every key.
 
     Integer keys hash by value (any integer width gives the same hash); string keys hash their
-    UTF-8 text. The hash is SipHash with a fixed key (``pandas.util.hash_array``), so it is the same
-    in every process, on every machine and in every release of prdist.
+    UTF-8 text. The hash is ``pandas.util.hash_array``'s (SipHash with a fixed key for text, then
+    a 64-bit mix), so it is the same in every process, on every machine and in every release of
+    prdist; integer keys get the mix computed here with NumPy (pandas, loaded for text keys
+    only, gives the same values).
 
     >>> key_hash([1, 2]).dtype
     dtype('uint64')
     >>> bool(key_hash(np.array([7], dtype=np.int32))[0] == key_hash([7])[0])
     True
     """
-    return pd.util.hash_array(as_key_array(keys), categorize=False)
+    keys = as_key_array(keys)
+    if keys.dtype.kind != "i":
+        import pandas as pd
+
+        return pd.util.hash_array(keys, categorize=False)
+    vals = keys.view(np.uint64).copy()
+    vals ^= vals >> np.uint64(30)
+    vals *= np.uint64(0xBF58476D1CE4E5B9)
+    vals ^= vals >> np.uint64(27)
+    vals *= np.uint64(0x94D049BB133111EB)
+    vals ^= vals >> np.uint64(31)
+    return vals
 
 
 def rank_order(scores, keys) -> np.ndarray:

@@ -121,9 +121,11 @@ def _add_aggregate(add) -> None:
 def _require_store(url: str | None, option: str, storage_options, *, first: str | None = None) -> None:
     """Refuse a label store that does not exist (a typo would read as "no labels yet"); an
     existing store may be empty."""
+    if url is None:
+        return
     from prdist.dataflow.labels.store import store_exists
 
-    if url is not None and not store_exists(url, storage_options=storage_options):
+    if not store_exists(url, storage_options=storage_options):
         raise InputError(f"No label store at {url!r} ({option}): check the path, or import labels first with "
                          f"'prdist labels import --store {url} FILE'" + (f" ({first})." if first else "."))
 

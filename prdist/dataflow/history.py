@@ -32,10 +32,13 @@ import posixpath
 import re
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from prdist.errors import DataError, InputError, ParameterError
 from prdist.params import RANK
@@ -48,7 +51,6 @@ from prdist.history import (
     release_confidence,
 )
 from prdist.input_gate import expect, json_document, refusal
-from prdist.render.history import render_history
 from prdist.dataflow.run import evaluate as ev
 from prdist.dataflow.io.artifacts import MANIFEST
 from prdist.dataflow.io.publishing import publish, write_parquet
@@ -291,6 +293,8 @@ def _bounds_at(record: RunRecord, place: int, ranks: np.ndarray, storage_options
 
 def _plan_columns(record: RunRecord, storage_options) -> pd.DataFrame:
     """The plan's ranks and labels, and for a run certifying gold its gold (and judge) columns."""
+    import pandas as pd  # the history's tables; a run loads no pandas
+
     import pyarrow.parquet as pq
 
     fs, path = filesystem(join_url(record.url, "plan.parquet"), storage_options)
@@ -324,6 +328,8 @@ def history_table(records: list[RunRecord], *, ranks=None, storage_options=None,
     ``certifies`` says what each row's bounds hold for; a release that certifies something else
     than the previous one (gold against verdicts) has no change.
     """
+    import pandas as pd  # the history's tables; a run loads no pandas
+
     if ranks is not None:
         ranks = [RANK.check(rank, owner="history_table") for rank in ranks]
     placed = placed_releases(records)
@@ -357,6 +363,8 @@ def judge_table(records: list[RunRecord]) -> pd.DataFrame:
     (:func:`prdist.history.judge_drift`). Releases without a judge and gold are left out; a run
     without a confidence level gets no intervals and no drift.
     """
+    import pandas as pd  # the history's tables; a run loads no pandas
+
     rows, previous = [], None
     for record, place in placed_releases(records):
         counts = record.judge_counts
@@ -420,6 +428,8 @@ def write_history(runs: str, *, out: str | None = None, series: str | None = Non
 
     ``out`` defaults to :func:`default_out`. Every series found is written unless ``series`` names one.
     """
+    import pandas as pd  # the history's tables; a run loads no pandas
+
     records, _ = read_runs(runs, storage_options=storage_options)
     by_series: dict[str, list[RunRecord]] = {}
     for record in records:
@@ -437,6 +447,8 @@ def write_history(runs: str, *, out: str | None = None, series: str | None = Non
     write_parquet(pa.Table.from_pandas(table, schema=_SCHEMA, preserve_index=False), join_url(out, "history.parquet"),
                   storage_options=storage_options, exclusive=False)
     _write_judges(judges, out, storage_options)
+    from prdist.render.history import render_history
+
     html = render_history(table, reports, judges).encode("utf-8")
     publish(resolve(join_url(out, "history.html"), storage_options=storage_options), lambda fh: fh.write(html), exclusive=False)
     return out, table
@@ -458,6 +470,8 @@ def _write_judges(judges: pd.DataFrame, out: str, storage_options) -> None:
 def read_judge_quality(out: str, *, storage_options=None) -> pd.DataFrame | None:
     """The judge_quality.parquet a history wrote under ``out``, or None where it wrote none
     (no release of the history had a judge and a gold audit)."""
+    import pandas as pd  # the history's tables; a run loads no pandas
+
     url = join_url(out, JUDGE_FILE)
     fs, path = filesystem(url, storage_options)
     if info_or_none(fs, path, where=url) is None:
@@ -473,11 +487,14 @@ def newest_changes(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> table = pd.DataFrame({"series": ["kb"] * 4, "run_id": ["a", "a", "b", "b"], "rank": [10, 100] * 2,
     ...                       "change": ["", "", "down", ""]})
     >>> {s: rows["rank"].tolist() for s, rows in newest_changes(table).items()}
     {'kb': [10]}
     """
+    import pandas as pd  # the history's tables; a run loads no pandas
+
     out = {}
     for series, rows in table.groupby("series", sort=False):
         newest = rows[rows["run_id"] == rows["run_id"].iloc[-1]]

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 
 from prdist._validation import as_label_array, check_confidence
 from prdist.paula.confidence import ConfidenceDiagnostics, confidence_margins, monotone_rate_test
@@ -275,19 +274,25 @@ class PaulaBounds:
         ranks = self.plan.ranks
         return ranks if ranks[-1] == self.n else np.append(ranks, self.n)
 
-    def table(self) -> pd.DataFrame:
-        """The bounds at 1..g_l, every grid rank and n (the rows of ``bounds.parquet``)."""
+    def table(self):
+        """The bounds at 1..g_l, every grid rank and n (the rows of ``bounds.parquet``), as a
+        pandas DataFrame of :meth:`columns`."""
+        import pandas as pd  # for a user who asks for a DataFrame; a run takes the columns
+
+        return pd.DataFrame(self.columns())
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns of :meth:`table`: rank (int64), precision_lower, precision_upper,
+        yield_lower, yield_upper (float64)."""
         ranks = np.unique(np.concatenate((np.arange(1, self.plan.prefix_end + 1), self.plan.grid, [self.n])))
         ylo, yhi = self._yield_bounds(ranks)
-        return pd.DataFrame(
-            {
-                "rank": ranks.astype(np.int64),
-                "precision_lower": ylo / ranks,
-                "precision_upper": yhi / ranks,
-                "yield_lower": ylo,
-                "yield_upper": yhi,
-            }
-        )
+        return {
+            "rank": ranks.astype(np.int64),
+            "precision_lower": ylo / ranks,
+            "precision_upper": yhi / ranks,
+            "yield_lower": ylo,
+            "yield_upper": yhi,
+        }
 
 
 def paula_bounds(plan: PaulaPlan, labels, *, confidence=None) -> PaulaBounds:

@@ -9,7 +9,6 @@ bounds and their confidence variant share it. Each derived bound holds whenever 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from prdist._validation import check_float
 
@@ -18,6 +17,7 @@ __all__ = [
     "average_precision_bounds",
     "deepest_rank",
     "pr_region",
+    "pr_region_columns",
     "precision_yield_region",
     "roc_region",
 ]
@@ -38,7 +38,14 @@ def _total_yield(bounds) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def precision_yield_region(bounds, ranks=None) -> pd.DataFrame:
+def _frame(columns: dict):
+    """``columns`` as the pandas DataFrame a user asked for (pandas loads here, not with the module)."""
+    import pandas as pd
+
+    return pd.DataFrame(columns)
+
+
+def precision_yield_region(bounds, ranks=None):
     """Bounds on precision and yield at ``ranks`` (default: every rank where they change).
 
     Returns
@@ -47,12 +54,12 @@ def precision_yield_region(bounds, ranks=None) -> pd.DataFrame:
     """
     r = _ranks_or_default(bounds, ranks)
     ylo, yhi = bounds.yield_lower(r), bounds.yield_upper(r)
-    return pd.DataFrame(
+    return _frame(
         {"rank": r, "yield_lower": ylo, "yield_upper": yhi, "precision_lower": ylo / r, "precision_upper": yhi / r}
     )
 
 
-def pr_region(bounds, ranks=None) -> pd.DataFrame:
+def pr_region(bounds, ranks=None):
     """The region that holds the PR curve: recall = y(r)/y(n) and precision = y(r)/r bounded.
 
     recall = a/(a + b) with a = y(r) and b = y(n) - y(r), where 0 <= b <= n - r and
@@ -61,8 +68,14 @@ def pr_region(bounds, ranks=None) -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with columns rank, recall_lower, recall_upper, precision_lower, precision_upper.
+    DataFrame with columns rank, recall_lower, recall_upper, precision_lower, precision_upper
+    (:func:`pr_region_columns`).
     """
+    return _frame(pr_region_columns(bounds, ranks))
+
+
+def pr_region_columns(bounds, ranks=None) -> dict[str, np.ndarray]:
+    """The columns of :func:`pr_region`, as NumPy arrays."""
     r = _ranks_or_default(bounds, ranks)
     ylo, yhi = bounds.yield_lower(r), bounds.yield_upper(r)
     total_lo, total_hi = _total_yield(bounds)
@@ -70,18 +83,16 @@ def pr_region(bounds, ranks=None) -> pd.DataFrame:
         denominator = np.minimum(total_hi, ylo + (bounds.n - r))
         recall_lo = np.where(denominator > 0, np.clip(ylo / denominator, 0.0, 1.0), 0.0)
         recall_hi = np.where(total_lo > 0, np.minimum(1.0, yhi / total_lo), 1.0)
-    return pd.DataFrame(
-        {
-            "rank": r,
-            "recall_lower": recall_lo,
-            "recall_upper": recall_hi,
-            "precision_lower": ylo / r,
-            "precision_upper": yhi / r,
-        }
-    )
+    return {
+        "rank": r,
+        "recall_lower": recall_lo,
+        "recall_upper": recall_hi,
+        "precision_lower": ylo / r,
+        "precision_upper": yhi / r,
+    }
 
 
-def roc_region(bounds, ranks=None) -> pd.DataFrame:
+def roc_region(bounds, ranks=None):
     """The region that holds the ROC curve: TPR = y(r)/y(n), FPR = (r - y(r))/(n - y(n)).
 
     Returns
@@ -89,20 +100,20 @@ def roc_region(bounds, ranks=None) -> pd.DataFrame:
     DataFrame with columns rank, fpr_lower, fpr_upper, tpr_lower, tpr_upper.
     """
     r = _ranks_or_default(bounds, ranks)
-    pr = pr_region(bounds, r)
-    ylo, yhi = pr["precision_lower"].to_numpy() * r, pr["precision_upper"].to_numpy() * r
+    pr = pr_region_columns(bounds, r)
+    ylo, yhi = pr["precision_lower"] * r, pr["precision_upper"] * r
     total_lo, total_hi = _total_yield(bounds)
     negatives_lo, negatives_hi = bounds.n - total_hi, bounds.n - total_lo
     with np.errstate(divide="ignore", invalid="ignore"):
         fpr_lo = np.where(negatives_hi > 0, (r - yhi) / negatives_hi, 0.0)
         fpr_hi = np.where(negatives_lo > 0, np.minimum(1.0, (r - ylo) / negatives_lo), 1.0)
-    return pd.DataFrame(
+    return _frame(
         {
             "rank": r,
             "fpr_lower": np.clip(fpr_lo, 0.0, 1.0),
             "fpr_upper": fpr_hi,
-            "tpr_lower": pr["recall_lower"].to_numpy(),
-            "tpr_upper": pr["recall_upper"].to_numpy(),
+            "tpr_lower": pr["recall_lower"],
+            "tpr_upper": pr["recall_upper"],
         }
     )
 

@@ -9,27 +9,33 @@
 - markdown: the flow runs' Prefect artifacts (:mod:`~prdist.render.markdown`);
 - matplotlib: the same pictures for a notebook (:mod:`~prdist.render.plotting`, the optional extra).
 
-Core layer: pure NumPy and pandas, no I/O. Callers read the run directory and hand the manifest
+Core layer: pure NumPy (and pandas for the history page and a user's DataFrames), no I/O. Callers read the run directory and hand the manifest
 and tables in; verdicts on the numbers (the gamma check of Lemma 4) are the core's
 (:func:`prdist.paula.bounds.within_gamma`), never made again here.
 """
 
-from prdist.render.history import render_history
-from prdist.render.markdown import comparison_markdown, evaluation_markdown
-from prdist.render.report import render_report, render_summary
-from prdist.render.terminal import (
-    assumptions_doubt,
-    awaiting_message,
-    compare_text,
-    counts_message,
-    history_text,
-    known_quality_lines,
-    quality_text,
-    run_summary_text,
-)
+import importlib
 
-__all__ = [
-    "assumptions_doubt", "awaiting_message", "compare_text", "comparison_markdown", "counts_message",
-    "evaluation_markdown", "history_text", "known_quality_lines", "quality_text", "render_history", "render_report",
-    "render_summary", "run_summary_text",
-]
+#: Public name -> the module of prdist.render that defines it, imported on first use (PEP 562):
+#: a run renders its report and summary without the history page's pandas.
+_LAZY = {
+    "render_history": "history",
+    **dict.fromkeys(("comparison_markdown", "evaluation_markdown"), "markdown"),
+    **dict.fromkeys(("render_report", "render_summary"), "report"),
+    **dict.fromkeys(("assumptions_doubt", "awaiting_message", "compare_text", "counts_message", "history_text",
+                     "known_quality_lines", "quality_text", "run_summary_text"), "terminal"),
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'prdist.render' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"prdist.render.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

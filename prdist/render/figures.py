@@ -6,9 +6,8 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
-import pandas as pd
 
-from prdist.paula.derived import pr_region
+from prdist.paula.derived import pr_region_columns
 from prdist.render.markup import as_mapping, esc, figure, is_number, number, thousands
 from prdist.render.svg import (
     BLUE,
@@ -22,7 +21,8 @@ from prdist.render.svg import (
     log_subsample,
     value_range,
 )
-from prdist.render.tables import BANDS_COLUMNS, BoundsView
+from prdist.render.tables import BANDS_COLUMNS, BoundsView, numbers
+from prdist.frames.columns import column_names
 
 __all__ = ["section_bands", "section_bands_missing", "section_pr", "section_precision"]
 
@@ -48,8 +48,9 @@ def section_precision(view: BoundsView, exact, prefix_end: int, diagnostics: Map
     lo, hi = view.precision_lower[idx], view.precision_upper[idx]
     arrays = [lo, hi]
     if exact is not None:
-        ex = exact.iloc[log_subsample(exact["rank"].to_numpy(), _CURVE_POINTS)]
-        arrays.append(ex["precision"].to_numpy())
+        shown = log_subsample(exact["rank"], _CURVE_POINTS)
+        ex = {"rank": exact["rank"][shown], "precision": exact["precision"][shown]}
+        arrays.append(ex["precision"])
     x_hi = max(view.n, 10)  # a log axis needs some width even for a tiny resource
     plot = Plot(
         "fig-precision",
@@ -66,7 +67,7 @@ def section_precision(view: BoundsView, exact, prefix_end: int, diagnostics: Map
     plot.line(r, lo, color=BLUE, label="lower bound")
     plot.line(r, hi, color=BLUE, dash="5 3", label="upper bound")
     if exact is not None:
-        plot.line(ex["rank"].to_numpy(), ex["precision"].to_numpy(), color=RED, width=1.3, label="exact p(r)")
+        plot.line(ex["rank"], ex["precision"], color=RED, width=1.3, label="exact p(r)")
     grid_rows = np.flatnonzero(view.ranks > prefix_end)
     if grid_rows.size:
         # Grid points are evenly spaced on the log axis; past a few per marker width they merge
@@ -105,17 +106,17 @@ def section_precision(view: BoundsView, exact, prefix_end: int, diagnostics: Map
 def section_pr(view: BoundsView, exact, prefix_end: int) -> str:
     """The region that holds the PR curve, from the yield bounds (:func:`prdist.paula.derived.pr_region`)."""
     r = view.ranks[_plot_indices(view.ranks, prefix_end)]
-    region = pr_region(view, r)
-    rl, ru = region["recall_lower"].to_numpy(), region["recall_upper"].to_numpy()
-    pl, pu = region["precision_lower"].to_numpy(), region["precision_upper"].to_numpy()
+    region = pr_region_columns(view, r)
+    rl, ru = region["recall_lower"], region["recall_upper"]
+    pl, pu = region["precision_lower"], region["precision_upper"]
     arrays = [pl, pu]
     exact_pr = None
-    if exact is not None and int(exact["rank"].iloc[-1]) == view.n:
-        ranks = exact["rank"].to_numpy()
-        yields = ranks * exact["precision"].to_numpy()
+    if exact is not None and int(exact["rank"][-1]) == view.n:
+        ranks = exact["rank"]
+        yields = ranks * exact["precision"]
         if yields[-1] > 0:
             keep = log_subsample(ranks, _CURVE_POINTS)
-            exact_pr = (yields[keep] / yields[-1], exact["precision"].to_numpy()[keep])
+            exact_pr = (yields[keep] / yields[-1], exact["precision"][keep])
             arrays.append(exact_pr[1])
     plot = Plot(
         "fig-pr",
@@ -150,9 +151,9 @@ def section_bands_missing(manifest: Mapping) -> str:
     return f'<section id="bands"><h2>Bootstrap confidence bands</h2><p class="note">Not computed: {why}.</p></section>'
 
 
-def section_bands(bands: pd.DataFrame, about: Mapping | None = None) -> str:
+def section_bands(bands, about: Mapping | None = None) -> str:
     """The bootstrap bands of the PR curve (simultaneous, pointwise, worst case when computed) and what they assume."""
-    cols = {c: pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64) for c in BANDS_COLUMNS}
+    cols = {c: numbers(bands, c) for c in BANDS_COLUMNS}
     worst = _worst_band(bands)
     order = np.argsort(cols["recall"], kind="stable")
     cols = {c: v[order] for c, v in cols.items()}
@@ -184,13 +185,12 @@ def section_bands(bands: pd.DataFrame, about: Mapping | None = None) -> str:
     return f'<section id="bands"><h2>Bootstrap confidence bands</h2>{note}{figure(plot.svg(), caption)}</section>'
 
 
-def _worst_band(bands: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+def _worst_band(bands) -> tuple[np.ndarray, np.ndarray] | None:
     """The worst-case columns of a bands table (over every verdict of the items nobody can judge),
     if any were computed."""
-    if not {"precision_worst_low", "precision_worst_high"} <= set(bands.columns):
+    if not {"precision_worst_low", "precision_worst_high"} <= set(column_names(bands)):
         return None
-    low, high = (pd.to_numeric(bands[c], errors="coerce").to_numpy(dtype=np.float64)
-                 for c in ("precision_worst_low", "precision_worst_high"))
+    low, high = (numbers(bands, c) for c in ("precision_worst_low", "precision_worst_high"))
     return (low, high) if np.isfinite(low).any() or np.isfinite(high).any() else None
 
 

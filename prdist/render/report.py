@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import pandas as pd
-
 from prdist.errors import DataError, ParameterError
 from prdist.redaction import display_url, is_secret_name
 from prdist.render.figures import section_bands, section_bands_missing, section_pr, section_precision
@@ -85,11 +83,11 @@ _INPUT_FIELDS = {
 def render_report(
     *,
     manifest: Mapping,
-    bounds: pd.DataFrame,
-    plan: pd.DataFrame | None = None,
-    bands: pd.DataFrame | None = None,
-    exact: pd.DataFrame | None = None,
-    cutoffs: pd.DataFrame | None = None,
+    bounds: object,
+    plan: object | None = None,
+    bands: object | None = None,
+    exact: object | None = None,
+    cutoffs: object | None = None,
     title: str | None = None,
 ) -> str:
     """Render the report of a run as one self-contained HTML document.
@@ -101,20 +99,20 @@ def render_report(
         input {url, fingerprint}, diagnostics (``PaulaDiagnostics.to_dict()``), versions,
         timings and optionally ``ap_bounds`` [lower, upper] and ``run_id``. Every key is
         optional; only whitelisted fields are shown (see the module docstring).
-    bounds : DataFrame, shape (k, 5)
+    bounds : DataFrame or pyarrow.Table, shape (k, 5)
         ``bounds.parquet``: rank (int, unique, >= 1; its largest rank is taken as n),
         precision_lower, precision_upper, yield_lower, yield_upper. Any number of rows: the
         plots keep every rank past the labeled prefix and a log-spaced subset of the prefix.
-    plan : DataFrame, optional
+    plan : DataFrame or pyarrow.Table, optional
         ``plan.parquet``: rank, key, score, role, label (NaN = unknown). Gives the labeled
         prefix, the label budget by role and the first items still awaiting labels.
-    bands : DataFrame, optional
+    bands : DataFrame or pyarrow.Table, optional
         ``bands.parquet``: recall, precision, band_lower, band_upper, pointwise_lower,
         pointwise_upper.
-    exact : DataFrame, optional
+    exact : DataFrame or pyarrow.Table, optional
         The true precision function when it is known (simulations): rank, precision. Drawn on
         the precision plot; on the PR plot too when it reaches rank n.
-    cutoffs : DataFrame, optional
+    cutoffs : DataFrame or pyarrow.Table, optional
         target, rank, score: the deepest cut-off whose precision is guaranteed >= target (rank 0
         when none is).
     title : str, optional
@@ -187,7 +185,7 @@ def render_report(
     return document(page_title, "\n".join(sections))
 
 
-def render_summary(manifest: Mapping, bounds: pd.DataFrame, *, exact: pd.DataFrame | None = None) -> str:
+def render_summary(manifest: Mapping, bounds, *, exact=None) -> str:
     """The report's summary cards and precision plot as an HTML fragment (for notebooks).
 
     Takes the same ``manifest`` and ``bounds`` as :func:`render_report` and returns a ``<div>``

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-import pandas as pd
 
 from prdist.paula.bounds import within_gamma
 from prdist.redaction import is_secret_name
 from prdist.render.markup import as_mapping, esc, html_table, is_number, number, plain, thousands
-from prdist.render.tables import finite_column
+from prdist.frames.columns import column, column_names
+from prdist.render.tables import finite_column, numbers
 
 __all__ = ["section_cutoffs", "section_diagnostics", "section_known_quality", "section_labels"]
 
@@ -30,11 +30,11 @@ _DIAGNOSTICS_SHOWN = {
 }
 
 
-def section_cutoffs(cutoffs: pd.DataFrame, n: int, *, in_doubt: bool = False) -> str:
+def section_cutoffs(cutoffs, n: int, *, in_doubt: bool = False) -> str:
     """The deepest rank guaranteed to reach each precision target, with its score, as a table."""
     targets = finite_column(cutoffs, "cutoffs", "target", low=0.0, high=1.0)
     ranks = finite_column(cutoffs, "cutoffs", "rank", low=0.0, high=n).astype(np.int64)
-    scores = pd.to_numeric(cutoffs["score"], errors="coerce").to_numpy(dtype=np.float64)
+    scores = numbers(cutoffs, "score")
     rows = []
     for t, r, s in zip(targets, ranks, scores):
         if r == 0:
@@ -64,13 +64,13 @@ _COUNT_ROWS = (
 )
 
 
-def section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
+def section_labels(manifest: Mapping, plan) -> str:
     """The label budget: counts, agreement, labels by part of the plan, the first items awaiting labels."""
     counts = as_mapping(manifest.get("counts"))
     rows = [[esc(what), number(counts.get(key))] for key, what in _COUNT_ROWS if is_number(counts.get(key))]
     unknown = counts.get("unknown")
     if plan is not None and not is_number(unknown):
-        unknown = int(plan["label"].isna().sum())
+        unknown = int(np.isnan(numbers(plan, "label")).sum())
     if is_number(unknown) and unknown > 0:
         sentence = (
             f"{thousands(unknown)} planned labels are unknown. The bounds count each unknown item as "
@@ -85,8 +85,8 @@ def section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
     parts.append(_agreement_note(as_mapping(manifest.get("agreement"))))
 
     if plan is not None and len(plan):
-        role = plan["role"].astype(str).to_numpy()
-        label = pd.to_numeric(plan["label"], errors="coerce").to_numpy(dtype=np.float64)
+        role = column(plan, "role").astype(str)
+        label = numbers(plan, "label")
         by_role = []
         for name in dict.fromkeys(role):
             mine = label[role == name]
@@ -96,15 +96,13 @@ def section_labels(manifest: Mapping, plan: pd.DataFrame | None) -> str:
             )
         parts.append("<h3>By part of the plan</h3>")
         parts.append(html_table(["role", "planned", "known", "unknown", "correct"], by_role, numeric={1, 2, 3, 4}, css="narrow"))
-        verdict = plan["verdict"].astype(str).to_numpy() if "verdict" in plan.columns else np.where(np.isnan(label), "missing", "")
-        waiting = plan[np.isin(verdict, ("missing", "disputed"))]
-        if len(waiting):
-            first = waiting.sort_values("rank", kind="stable").head(_AWAITING_SHOWN)
-            rows = [
-                [thousands(r.rank), esc(r.key), number(pd.to_numeric(r.score, errors="coerce"), 4), esc(r.role)]
-                for r in first.itertuples(index=False)
-            ]
-            parts.append(f"<h3>Items awaiting labels (first {len(first)} of {thousands(len(waiting))} by rank)</h3>")
+        verdict = column(plan, "verdict").astype(str) if "verdict" in column_names(plan) else np.where(np.isnan(label), "missing", "")
+        waiting = np.flatnonzero(np.isin(verdict, ("missing", "disputed")))
+        if waiting.size:
+            ranks, keys, scores = column(plan, "rank"), column(plan, "key"), numbers(plan, "score")
+            first = waiting[np.argsort(ranks[waiting], kind="stable")][:_AWAITING_SHOWN]
+            rows = [[thousands(ranks[i]), esc(keys[i]), number(scores[i], 4), esc(role[i])] for i in first]
+            parts.append(f"<h3>Items awaiting labels (first {len(first)} of {thousands(waiting.size)} by rank)</h3>")
             parts.append(html_table(["rank", "key", "score", "role"], rows, numeric={0, 2}))
     return f'<section id="labels"><h2>Label budget</h2>{"".join(parts)}</section>'
 

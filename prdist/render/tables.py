@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
+import sys
 
+import numpy as np
+import pyarrow as pa
+
+from prdist.frames.columns import column, column_names
 from prdist.errors import DataError, ParameterError
 
 __all__ = ["BANDS_COLUMNS", "BOUNDS_COLUMNS", "CUTOFF_COLUMNS", "EXACT_COLUMNS", "OWNER", "PLAN_COLUMNS", "BoundsView",
@@ -27,16 +30,24 @@ EXACT_COLUMNS = ("rank", "precision")
 CUTOFF_COLUMNS = ("target", "rank", "score")
 
 
-def frame_checked(frame, name: str, columns: tuple[str, ...], *, optional: bool = False) -> pd.DataFrame | None:
-    """``frame`` when it is a DataFrame with ``columns`` (None when optional and absent); else the error naming the table."""
+def is_table(frame) -> bool:
+    """Whether ``frame`` is an Arrow table or a pandas DataFrame (pandas is not imported to tell:
+    a DataFrame exists only once pandas is loaded)."""
+    pandas = sys.modules.get("pandas")
+    return isinstance(frame, pa.Table) or (pandas is not None and isinstance(frame, pandas.DataFrame))
+
+
+def frame_checked(frame, name: str, columns: tuple[str, ...], *, optional: bool = False):
+    """``frame`` when it is an Arrow table or a pandas DataFrame with ``columns`` (None when
+    optional and absent); else the error naming the table."""
     if frame is None and optional:
         return None
-    if not isinstance(frame, pd.DataFrame):
+    if not is_table(frame):
         raise ParameterError(
             f"The {name!r} parameter of {OWNER} must be a pandas DataFrame with columns "
             f"{', '.join(columns)}. Got {type(frame).__name__} instead."
         )
-    missing = [c for c in columns if c not in frame.columns]
+    missing = [c for c in columns if c not in column_names(frame)]
     if missing:
         raise DataError(
             f"The {name!r} table of {OWNER} lacks the column(s) {', '.join(missing)}; it needs "
@@ -45,12 +56,23 @@ def frame_checked(frame, name: str, columns: tuple[str, ...], *, optional: bool 
     return frame
 
 
-def finite_column(frame: pd.DataFrame, name: str, column: str, *, low=None, high=None) -> np.ndarray:
+def numbers(frame, name: str) -> np.ndarray:
+    """Column ``name`` as float64, what is not a number as NaN (pandas' ``to_numeric``, loaded
+    only for a column that is not numeric already)."""
+    try:
+        return column(frame, name, np.float64)
+    except (TypeError, ValueError):
+        import pandas as pd
+
+        return pd.to_numeric(pd.Series(column(frame, name)), errors="coerce").to_numpy(dtype=np.float64)
+
+
+def finite_column(frame, name: str, column_name: str, *, low=None, high=None) -> np.ndarray:
     """A column as float64, refused unless numeric, finite and in [low, high] (the first bad row named)."""
     try:
-        values = frame[column].to_numpy(dtype=np.float64)
+        values = column(frame, column_name, np.float64)
     except (TypeError, ValueError):
-        raise DataError(f"The {column!r} column of the {name!r} table of {OWNER} must be numeric.") from None
+        raise DataError(f"The {column_name!r} column of the {name!r} table of {OWNER} must be numeric.") from None
     bad = ~np.isfinite(values)
     if low is not None:
         bad |= values < low - 1e-9
@@ -60,13 +82,13 @@ def finite_column(frame: pd.DataFrame, name: str, column: str, *, low=None, high
         i = int(np.flatnonzero(bad)[0])
         span = "" if low is None else f" in [{low:g}, {high:g}]"
         raise DataError(
-            f"The {column!r} column of the {name!r} table of {OWNER} must hold finite numbers{span}; "
+            f"The {column_name!r} column of the {name!r} table of {OWNER} must hold finite numbers{span}; "
             f"row {i} (counting from 0) holds {float(values[i])!r}."
         )
     return values
 
 
-def rank_column(frame: pd.DataFrame, name: str) -> np.ndarray:
+def rank_column(frame, name: str) -> np.ndarray:
     """The ``rank`` column as int64, refused unless whole numbers >= 1."""
     ranks = finite_column(frame, name, "rank", low=1, high=np.inf)
     if not np.all(ranks == np.floor(ranks)):
@@ -85,8 +107,8 @@ class BoundsView:
     yhi: np.ndarray
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> BoundsView:
-        if frame.empty:
+    def from_frame(cls, frame) -> BoundsView:
+        if len(frame) == 0:
             raise DataError(f"The 'bounds' table of {OWNER} is empty; it needs a row for every grid rank and n.")
         ranks = rank_column(frame, "bounds")
         order = np.argsort(ranks, kind="stable")
@@ -120,7 +142,7 @@ class BoundsView:
         return self.ranks
 
 
-def exact_curve(exact: pd.DataFrame, n: int) -> pd.DataFrame:
+def exact_curve(exact, n: int) -> dict[str, np.ndarray]:
     """The exact precision function sorted by rank, refused past rank ``n`` of the bounds."""
     ranks = rank_column(exact, "exact")
     if ranks.size and ranks.max() > n:
@@ -130,13 +152,13 @@ def exact_curve(exact: pd.DataFrame, n: int) -> pd.DataFrame:
         )
     precision = finite_column(exact, "exact", "precision", low=0.0, high=1.0)
     order = np.argsort(ranks, kind="stable")
-    return pd.DataFrame({"rank": ranks[order], "precision": precision[order]})
+    return {"rank": ranks[order], "precision": precision[order]}
 
 
-def prefix_end_of(view: BoundsView, plan: pd.DataFrame | None, params: Mapping) -> int:
+def prefix_end_of(view: BoundsView, plan, params: Mapping) -> int:
     """Last rank of the fully labeled prefix, or 0 when the plan has none."""
     if plan is not None:
-        prefix = rank_column(plan, "plan")[plan["role"].astype(str).to_numpy() == "prefix"]
+        prefix = rank_column(plan, "plan")[column(plan, "role").astype(str) == "prefix"]
         return int(prefix.max()) if prefix.size else 0
     if params.get("method") not in (None, "paula"):
         return 0

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
+from prdist.frames.columns import column
 from prdist.paula.bounds import within_gamma
 from prdist.redaction import terminal_text
 
@@ -19,11 +19,13 @@ __all__ = ["assumptions_doubt", "awaiting_message", "certifies_line", "compare_t
            "known_quality_lines", "quality_text", "run_summary_text"]
 
 
-def run_summary_text(manifest: dict, bounds: pd.DataFrame, exact: pd.DataFrame | None, *, report: str, files: list[str],
+def run_summary_text(manifest: dict, bounds, exact, *, report: str, files: list[str],
                      ranks: int = 6) -> str:
     """Bounds at a few log-spaced ranks (with the exact precision when known), cut-offs, report.
 
-    ``report`` is where the run's report is, ``files`` the names of the run directory's files.
+    ``report`` is where the run's report is, ``files`` the names of the run directory's files;
+    ``bounds`` and ``exact`` (or None) are bounds.parquet and exact.parquet, as Arrow tables or
+    pandas DataFrames.
     """
     n, counts, params = manifest["n"], manifest["counts"], manifest["params"]
     mode = "the paper's deterministic bounds" if params.get("confidence") is None else f"confidence {params['confidence']}"
@@ -53,19 +55,20 @@ def run_summary_text(manifest: dict, bounds: pd.DataFrame, exact: pd.DataFrame |
     return "\n".join(lines)
 
 
-def _bounds_lines(n: int, bounds: pd.DataFrame, exact: pd.DataFrame | None, ranks: int) -> list[str]:
+def _bounds_lines(n: int, bounds, exact, ranks: int) -> list[str]:
     """The bounds (and the exact precision when known) at ``ranks`` log-spaced ranks, as a table."""
     # log-spaced from rank 1,000 (from n / 100 on smaller resources, so they get several ranks too)
     wanted = np.unique(np.geomspace(min(1000, max(1, n // 100)), n, num=ranks).astype(np.int64))
-    table = bounds.set_index("rank")
-    rows = table.index.to_numpy()
+    rows = column(bounds, "rank")
+    lower, upper = column(bounds, "precision_lower"), column(bounds, "precision_upper")
     picks = rows[np.clip(np.searchsorted(rows, wanted), 0, rows.size - 1)]
-    truth = None if exact is None else exact.set_index("rank")["precision"]
+    truth = None if exact is None else dict(zip(column(exact, "rank").tolist(), column(exact, "precision").tolist()))
     lines = [f"{'rank':>14} {'lower':>8} {'upper':>8}" + (f" {'exact':>8}" if truth is not None else "")]
     for r in np.unique(picks):
-        row = f"{r:>14,} {table.at[r, 'precision_lower']:>8.4f} {table.at[r, 'precision_upper']:>8.4f}"
+        at = int(np.flatnonzero(rows == r)[0])
+        row = f"{r:>14,} {lower[at]:>8.4f} {upper[at]:>8.4f}"
         if truth is not None:
-            row += f" {truth.get(r, np.nan):>8.4f}"
+            row += f" {truth.get(int(r), np.nan):>8.4f}"
         lines.append(row)
     return lines
 
@@ -189,7 +192,7 @@ def compare_text(manifest: dict) -> str:
     return "\n".join(lines)
 
 
-def history_text(history: pd.DataFrame) -> str:
+def history_text(history) -> str:
     """How many runs and series ``prdist history`` read, and every certain change, one line each.
 
     ``history`` has the columns of ``history.parquet``; series and run ids are shown as a terminal

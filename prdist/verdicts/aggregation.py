@@ -38,6 +38,7 @@ import pandas as pd
 
 from prdist.errors import InputError
 from prdist.verdicts.choices import AGGREGATIONS
+from prdist.verdicts.kinds import KINDS, Agreement, kinds_of
 
 __all__ = [
     "AGGREGATIONS",
@@ -54,8 +55,6 @@ __all__ = [
 ]
 
 CANNOT_JUDGE = -1
-# Outcome of a key, in the order reports list them; "missing" = no record at all.
-KINDS = ("correct", "incorrect", "cannot_judge", "disputed", "missing")
 _WORDS = {
     1: ("1", "1.0", "true", "yes", "correct", "accept", "accepted"),
     0: ("0", "0.0", "false", "no", "incorrect", "reject", "rejected"),
@@ -132,18 +131,6 @@ def _word(value) -> str:
 
 def _plain(value):
     return value.item() if hasattr(value, "item") else value
-
-
-def kinds_of(labels) -> np.ndarray:
-    """The outcome kind of plain labels (1 / 0 / NaN = no verdict yet), e.g. an oracle column's.
-
-    Examples
-    --------
-    >>> kinds_of([1.0, 0.0, float("nan")]).tolist()
-    ['correct', 'incorrect', 'missing']
-    """
-    labels = np.asarray(labels, dtype=np.float64)
-    return np.where(np.isnan(labels), "missing", np.where(labels == 1, "correct", "incorrect"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,18 +251,6 @@ def dawid_skene_posterior(keys, annotators, verdicts, *, max_iter: int = 200, to
         if done:
             break
     return pd.Series(t, index=key_index)
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """Inter-annotator agreement over the keys that at least two annotators judged."""
-
-    alpha: float | None  # Krippendorff's alpha (nominal; cannot judge is missing); None: undefined
-    annotators: int
-    pairable_keys: int  # keys with correct / incorrect verdicts from two or more annotators
-
-    def to_dict(self) -> dict:
-        return {"krippendorff_alpha": self.alpha, "annotators": self.annotators, "pairable_keys": self.pairable_keys}
 
 
 def agreement(records: pd.DataFrame) -> Agreement:

@@ -591,17 +591,19 @@ class GoldBounds:
         return plot_bounds(self, ax=ax, exact=exact)
 
     @cached_property
-    def _table(self) -> pd.DataFrame:
+    def _columns(self) -> dict[str, np.ndarray]:
         plan = self.plan
         ranks = np.unique(np.concatenate((np.arange(1, plan.prefix_end + 1), plan.grid, [plan.n]))).astype(np.int64)
         ylo, yhi = self._inner._yield_bounds(ranks)
-        return pd.DataFrame(
-            {"rank": ranks, "precision_lower": ylo / ranks, "precision_upper": yhi / ranks, "yield_lower": ylo, "yield_upper": yhi}
-        )
+        return {"rank": ranks, "precision_lower": ylo / ranks, "precision_upper": yhi / ranks, "yield_lower": ylo, "yield_upper": yhi}
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns of :meth:`table`, as NumPy arrays (copies)."""
+        return {name: values.copy() for name, values in self._columns.items()}
 
     def table(self) -> pd.DataFrame:
         """The bounds at 1..g_ℓ, every grid rank and n (the rows of ``bounds.parquet``)."""
-        return self._table.copy()
+        return pd.DataFrame(self.columns())
 
     def to_dict(self) -> dict:
         """JSON-ready summary for the manifest: the diagnostics and the verdict quality."""

@@ -53,11 +53,11 @@ def test_dataflow_bounds_equal_the_core(tmp_path, dask_client, truth, files, row
     planned = ev.make_plan(resource.n, params)
     staged = extract_items(resource, planned.ranks, client=dask_client, staging=str(tmp_path / "staged.parquet"))
     items = read_items(staged).items
-    assert list(items.columns[:3]) == ["rank", "key", "score"] and "note" in items.columns
+    assert items.column_names[:3] == ["rank", "key", "score"] and "note" in items.column_names
     resolution = ev.resolve_labels(items, oracle_column="label")
     result = ev.estimate(planned, resolution.labels, params)
     expected = core_bounds(truth, plan_paula(truth[0].size, eps=0.1, window=20))
-    pd.testing.assert_frame_equal(result.bounds, expected)
+    pd.testing.assert_frame_equal(result.bounds.to_pandas(), expected)
     assert resolution.unknown == 0 and resolution.from_oracle == planned.ranks.size
 
 
@@ -74,7 +74,7 @@ def test_staged_extraction_is_reused(tmp_path, dask_client, truth, monkeypatch):
 
     monkeypatch.setattr(run_module, "extract", fail)
     assert extract_items(resource, ranks, client=dask_client, staging=staging).given == staging
-    assert read_items(staging).items["rank"].tolist() == ranks.tolist()
+    assert read_items(staging).items["rank"].to_pylist() == ranks.tolist()
 
 
 @pytest.mark.parametrize("method", ["random", "stratified"])
@@ -84,14 +84,15 @@ def test_sampling_methods_write_the_same_bounds_schema(method, truth):
     planned = ev.make_plan(keys.size, params)
     in_rank_order = labels[rank_order(scores, keys)].astype(float)
     result = ev.estimate(planned, in_rank_order[planned.ranks - 1], params)
-    assert list(result.bounds.columns) == ["rank", "precision_lower", "precision_upper", "yield_lower", "yield_upper"]
+    assert result.bounds.column_names == ["rank", "precision_lower", "precision_upper", "yield_lower", "yield_upper"]
     p = np.cumsum(in_rank_order) / np.arange(1, keys.size + 1)
-    inside = (result.bounds["precision_lower"] <= p[result.bounds["rank"] - 1] + 1e-12) & (
-        p[result.bounds["rank"] - 1] <= result.bounds["precision_upper"] + 1e-12
+    bounds = result.bounds.to_pandas()
+    inside = (bounds["precision_lower"] <= p[bounds["rank"] - 1] + 1e-12) & (
+        p[bounds["rank"] - 1] <= bounds["precision_upper"] + 1e-12
     )
     assert inside.mean() > 0.9  # pointwise / simultaneous 95 % intervals, one draw
     assert np.unique(planned.role).tolist() in (["random"], ["prefix", "stratum"])
-    assert result.bounds["rank"].iloc[-1] == keys.size  # the report and run summary read rank n
+    assert bounds["rank"].iloc[-1] == keys.size  # the report and run summary read rank n
 
 
 def test_stratified_bounds_reach_n_past_the_last_grid_point():
@@ -103,7 +104,7 @@ def test_stratified_bounds_reach_n_past_the_last_grid_point():
     grid_end = planned.plan.grid[-1]
     assert grid_end < n
     for labels in (np.ones(planned.ranks.size), np.zeros(planned.ranks.size)):  # extremes of the yield past g_L
-        bounds = ev.estimate(planned, labels, params).bounds
+        bounds = ev.estimate(planned, labels, params).bounds.to_pandas()
         last, at_grid_end = bounds.iloc[-1], bounds[bounds["rank"] == grid_end].iloc[0]
         assert last["rank"] == n
         assert last["yield_lower"] == pytest.approx(at_grid_end["yield_lower"])
@@ -111,7 +112,7 @@ def test_stratified_bounds_reach_n_past_the_last_grid_point():
 
 
 def test_oracle_column_must_hold_zero_one():
-    items = pd.DataFrame({"rank": [1, 2], "key": [1, 2], "score": [0.9, 0.8], "truth": [1, 2]})
+    items = pa.table({"rank": [1, 2], "key": [1, 2], "score": [0.9, 0.8], "truth": [1, 2]})
     with pytest.raises(ParameterError, match="values other than 0/1"):
         ev.resolve_labels(items, oracle_column="truth")
     with pytest.raises(ParameterError, match="not in the resource"):
@@ -142,7 +143,7 @@ def test_sampling_intervals_follow_the_confidence(method, truth):
     for confidence in (0.9, 0.99):
         params = ev.EvaluationParams(method=method, eps=0.1, window=20, sample_size=3_000, seed=4, confidence=confidence)
         planned = ev.make_plan(keys.size, params)
-        bounds = ev.estimate(planned, in_rank_order[planned.ranks - 1], params).bounds
+        bounds = ev.estimate(planned, in_rank_order[planned.ranks - 1], params).bounds.to_pandas()
         widths[confidence] = (bounds["precision_upper"] - bounds["precision_lower"]).to_numpy()
         assert params.delta == pytest.approx(1 - confidence)
     if method == "random":  # the same draws (the plan does not depend on the level): wider at every rank
@@ -193,8 +194,8 @@ def test_band_arm_joins_the_plan_and_feeds_the_bands(truth):
     full = labels[order][planned.ranks - 1].astype(float)
     # Every label counts: the arm's verdicts tighten the PAULA bounds where the counts of known
     # correct / incorrect items above a rank say more (the slow oracle: counting rank by rank).
-    alone = ev.estimate(ev.make_plan(keys.size, ev.EvaluationParams(eps=0.1, window=20, confidence=0.95)), full[planned.in_plan], params).bounds
-    both = ev.estimate(planned, full, params).bounds
+    alone = ev.estimate(ev.make_plan(keys.size, ev.EvaluationParams(eps=0.1, window=20, confidence=0.95)), full[planned.in_plan], params).bounds.to_pandas()
+    both = ev.estimate(planned, full, params).bounds.to_pandas()
     for row, (r, lo, hi) in enumerate(zip(both["rank"], both["yield_lower"], both["yield_upper"])):
         known = full[planned.ranks <= r]
         assert lo == max(alone["yield_lower"].iloc[row], (known == 1).sum())

@@ -25,7 +25,7 @@ def oracle(keys, scores, labels, ranks) -> np.ndarray:
 
 
 def assert_identical(out, keys, scores, labels, ranks):
-    assert out["rank"].tolist() == list(ranks)
+    assert out["rank"].to_pylist() == list(ranks)
     assert out["precision"].to_numpy().tobytes() == oracle(keys, scores, labels, ranks).tobytes()
 
 

@@ -234,7 +234,7 @@ def test_extraction_reads_only_the_row_groups_that_hold_the_ranks(tmp_path):
     res = open_resource(root)
     total = res.bytes_of(range(len(res.row_groups)), ["key", "score"])
     found = sorted_extraction(res, [1, 2, 25_500, 50_000])
-    assert found.items["key"].tolist() == oracle(keys, scores, [1, 2, 25_500, 50_000]).tolist()
+    assert found.items["key"].to_pylist() == oracle(keys, scores, [1, 2, 25_500, 50_000]).tolist()
     assert found.row_groups_read == 3
     assert found.bytes_read == res.bytes_of([0, 25, 49], ["key", "score"]) < total / 10
     with_payload = extract_ranks(res, [3], columns=["payload"])
@@ -306,7 +306,7 @@ def test_unsorted_input_is_refused_with_the_alternative(tmp_path):
 def test_no_ranks_give_an_empty_frame_with_the_columns(tmp_path):
     root = write_files(tmp_path / "r", {"key": ["a", "b"], "score": [0.9, 0.1], "label": [1, 0]})
     found = sorted_extraction(open_resource(root, label="label"), [])
-    assert found.items.columns.tolist() == ["rank", "key", "score", "label"] and len(found.items) == 0
+    assert found.items.column_names == ["rank", "key", "score", "label"] and len(found.items) == 0
     assert (found.bytes_read, found.row_groups_read) == (0, 0)
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from prdist.dataflow import open_resource
 from prdist.ranking import descending_ordinal
+from prdist.dataflow.ranks.extraction import items_frame
 from prdist.dataflow.ranks.select import (
     DEFAULT_MAX_CANDIDATES,
     _linear_bins,
@@ -84,7 +85,7 @@ def test_a_paula_plan_on_heavily_tied_scores_equals_a_full_sort(tmp_path, dask_c
     assert not res.is_sorted_claim()
     ranks = plan_paula(n, eps=0.05, window=50).ranks
     found = selection(res, ranks, client=dask_client, max_candidates=max_candidates)
-    out = found.items
+    out = items_frame(found.items)
     check_against_oracle(out, keys, scores, ranks, labels)
     # Bounded work: a few passes, and candidates near the requested count (cap 1024 each), or
     # within the budget of candidates.
@@ -105,7 +106,7 @@ def test_a_giant_tie_is_resolved_by_hash_without_extracting_it(tmp_path, dask_cl
     # Ranks inside the tie run, at both of its ends and around it.
     ranks = np.r_[1:20, above - 3:above + 40, above + tie // 2 + np.arange(60), above + tie - 5:above + tie + 5, n]
     found = selection(res, ranks, client=dask_client, cap=256, max_candidates=0)
-    out = found.items
+    out = items_frame(found.items)
     check_against_oracle(out, keys, scores, ranks)
     assert found.candidates <= len(np.unique(ranks)) + 256 * found.intervals
     assert found.candidates < tie / 20, "the tie run itself is never materialised"
@@ -118,7 +119,7 @@ def test_every_score_equal(tmp_path):
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=2, row_group_size=3000)
     ranks = [1, 2, 10_000, 19_999, 20_000]
     found = selection(open_resource(root), ranks, cap=64, max_candidates=0)
-    out = found.items
+    out = items_frame(found.items)
     check_against_oracle(out, keys, scores, ranks)
     assert found.candidates < 1000
 
@@ -131,12 +132,12 @@ def test_continuous_scores_a_million_rows(tmp_path, dask_client):
     root = write_files(tmp_path / "r", {"key": keys, "score": scores}, files=4, row_group_size=125_000)
     ranks = plan_paula(n, eps=0.03, window=100).ranks
     found = selection(open_resource(root), ranks, client=dask_client)
-    out = found.items
+    out = items_frame(found.items)
     check_against_oracle(out, keys, scores, ranks)
     # Equal score bins over the statistics' range: one histogram pass, then the extraction.
     assert found.passes == 2
     narrowed = selection(open_resource(root), ranks, max_candidates=0, histogram_bins=256)
-    assert narrowed.items.equals(out) and narrowed.passes > 2
+    assert items_frame(narrowed.items).equals(out) and narrowed.passes > 2
 
 
 def test_score_types_signs_and_missing_statistics(tmp_path):
@@ -271,7 +272,7 @@ def test_select_on_s3(s3_server, s3_url, dask_client):
     res, keys, scores, labels = _s3_resource(s3_server, s3_url, n, 7)
     ranks = plan_paula(n, eps=0.1, window=20).ranks
     found = selection(res, ranks, client=dask_client, cap=128)
-    out = found.items
+    out = items_frame(found.items)
     check_against_oracle(out, keys, scores, ranks, labels)
     assert 0 < found.bytes_read < 3 * res.bytes_of(range(len(res.row_groups)), ["key", "score", "label"])
     # What a task receives travels to worker processes by pickle, credentials included.

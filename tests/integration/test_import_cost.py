@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from tests.support.cli_run import cli
 from tests.support.small_release import ranked_scores_and_labels, write_release
 
 #: Modules a call without a cluster has no use for: the dataflow stack, the CLI's and plots' deps.
@@ -50,6 +51,8 @@ _ENTER = {
     "prdist --help": "from prdist.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
     "prdist budget": "from prdist.cli import main\nassert main(['budget', '--n', '1000000']) == 0",
     "prdist run": "from prdist.cli import main\nassert main(['run', '--resource', {release!r}, '--out', {out!r}]) == 3",
+    "prdist run --labels": ("from prdist.cli import main\n"
+                            "assert main(['run', '--resource', {release!r}, '--out', {out!r}, '--labels', {store!r}]) == 3"),
     "prdist.bootstrap_bands": (
         "import numpy as np, prdist\nrng = np.random.default_rng(0)\nlabels = rng.random(300) < 0.3\n"
         "prdist.bootstrap_bands(rng.normal(labels * 1.5, 1.0), labels, replicates=200, seed=1)"
@@ -79,7 +82,7 @@ def test_each_entry_point_loads_what_the_table_says(tmp_path, name):
     scores, labels = ranked_scores_and_labels(20_000, seed=2)
     release = write_release(tmp_path / "release", pa.table({"key": np.arange(scores.size), "score": scores, "label": labels}),
                             row_group_size=4_096)
-    body = _ENTER[name].format(release=release, out=str(tmp_path / "runs"))
+    body = _ENTER[name].format(release=release, out=str(tmp_path / "runs"), store=_label_store(tmp_path))
     done = subprocess.run([sys.executable, "-c", _MEASURED.format(body=body, watched=WATCHED)], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300,
                           env={"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
@@ -87,3 +90,34 @@ def test_each_entry_point_loads_what_the_table_says(tmp_path, name):
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"{name}: {measured['seconds']:.3f} s, loads {', '.join(measured['loaded']) or 'none of the watched packages'}")
     assert tuple(measured["loaded"]) == next(e.loads for e in ENTRY_POINTS if e.name == name)
+
+
+def _label_store(tmp_path) -> str:
+    """A label store holding one verdict (of a key no release here has)."""
+    (tmp_path / "v.csv").write_text("key,label\n-1,1\n")
+    store = str(tmp_path / "store")
+    assert cli("labels", "import", "--store", store, str(tmp_path / "v.csv"))[0] == 0
+    return store
+
+
+# --------------------------------------------------------------------------------------------
+# A run holds its tables in Arrow and NumPy: pandas is not loaded, by prdist nor by pyarrow.
+
+_RUN_WITHOUT_PANDAS = """
+import sys
+from prdist.cli import main
+code = main(['run', '--resource', {release!r}, '--out', {out!r}, *{extra!r}])
+assert code == {code}, code
+assert 'pandas' not in sys.modules, 'pandas was imported'
+"""
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+@pytest.mark.parametrize("extra, code", [((), 3), (("--oracle-column", "label"), 0)], ids=["awaiting", "oracle"])
+def test_a_run_without_a_label_store_imports_no_pandas(tmp_path, order, extra, code):
+    res = str(tmp_path / "res")
+    assert cli("synth", "--n", "20000", "--seed", "3", "--order", order, "--out", res)[0] == 0
+    body = _RUN_WITHOUT_PANDAS.format(release=res, out=str(tmp_path / "runs"), extra=list(extra), code=code)
+    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr

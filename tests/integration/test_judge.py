@@ -84,8 +84,8 @@ def test_labels_status_counts_roles_and_shows_the_judges_quality(tmp_path):
 
 
 def test_the_judge_column_refuses_anything_but_probabilities():
-    items = pd.DataFrame({"key": [1, 2, 3], "score": [3.0, 2.0, 1.0], "judge": [0.2, 1.0, None], "bad": [0.5, 1.5, 0.0],
-                          "text": ["0.1", "yes", "0"]})
+    items = pa.table({"key": [1, 2, 3], "score": [3.0, 2.0, 1.0], "judge": [0.2, 1.0, None], "bad": [0.5, 1.5, 0.0],
+                      "text": ["0.1", "yes", "0"]})
     got = ev.resolve_labels(items, judge_column="judge")
     assert got.labels[:2].tolist() == [0.0, 1.0] and np.isnan(got.labels[2])
     assert got.judged.tolist() == [True, True, False] and got.kinds.tolist() == ["incorrect", "correct", "missing"]
@@ -114,9 +114,9 @@ def test_the_gold_audit_is_seeded_within_the_plan_and_flagged_in_plan_parquet():
     other = ev.make_plan(20_000, ev.EvaluationParams(confidence=0.95, gold_budget=40, seed=4))
     assert planned.in_audit.sum() == 40 and np.array_equal(planned.in_audit, again.in_audit)
     assert not np.array_equal(planned.in_audit, other.in_audit)
-    items = pd.DataFrame({"key": planned.ranks, "score": -planned.ranks.astype(float)})
+    items = pa.table({"key": planned.ranks, "score": -planned.ranks.astype(float)})
     gold = np.where(planned.in_audit, 1.0, np.nan)
-    table = ev.plan_table(planned, items, np.full(planned.ranks.size, np.nan), gold=gold)
+    table = ev.plan_table(planned, items, np.full(planned.ranks.size, np.nan), gold=gold).to_pandas()
     assert table["gold_audit"].sum() == 40 and table.loc[table["gold_audit"], "gold"].eq(1.0).all()
     assert set(table["role"]) <= {"prefix", "window"}  # an audit row keeps its plan role
 
@@ -234,7 +234,7 @@ def test_annotators_outvote_the_judge_and_each_source_is_measured_against_gold(t
     params = ev.EvaluationParams(confidence=0.95, gold_budget=30, seed=1, eps=0.1, window=20)
     planned = ev.make_plan(5_000, params)
     keys = planned.ranks * 3
-    items = pd.DataFrame({"key": keys, "score": -planned.ranks.astype(float), "judge": np.full(keys.size, 0.8)})
+    items = pa.table({"key": keys, "score": -planned.ranks.astype(float), "judge": np.full(keys.size, 0.8)})
     store = str(tmp_path / "store")
     audited = keys[planned.in_audit]
     import_labels(store, [label_file(tmp_path / "a.csv", audited[:10], [0] * 10)], annotator="ann")
@@ -254,7 +254,7 @@ def test_annotators_outvote_the_judge_and_each_source_is_measured_against_gold(t
 def test_the_audit_awaits_gold_even_where_annotators_judged(tmp_path):
     params = ev.EvaluationParams(confidence=0.95, gold_budget=5, seed=2, eps=0.1, window=20)
     planned = ev.make_plan(2_000, params)
-    items = pd.DataFrame({"key": planned.ranks, "score": -planned.ranks.astype(float)})
+    items = pa.table({"key": planned.ranks, "score": -planned.ranks.astype(float)})
     store = str(tmp_path / "store")
     import_labels(store, [label_file(tmp_path / "a.csv", planned.ranks, [1] * planned.ranks.size)], annotator="ann")
     got = ev.resolve_labels(items, store=store, audit=planned.in_audit)

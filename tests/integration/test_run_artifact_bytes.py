@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.support.cli_run import cli
@@ -58,6 +60,58 @@ DIGESTS = {
         "ac9548018e847059a3d8/report.html": "a9268628330b718252105124b922b7b22b1ac40b9c9354e9d8a9ebaae03f1819"},
 }
 
+#: Per Parquet artifact, recorded on the same code: sha256 of its data and schema without the ``pandas``
+#: metadata key (:func:`_table_digest`), and of what ``pandas.read_parquet`` gives (:func:`_frame_digest`).
+TABLE_DIGESTS = {
+    'judge-and-gold': {
+        '6e17a5810e6230dfa0c2/bounds.parquet': (
+            '2f73caa2dd440c78a7975d7f47971e37ea51a0cd43ef7af9e7a08930922f21fb',
+            '6f2367234648f4fd7164e60eb945ffce0081c9bd304f43a9cc74be992a411f31'),
+        '6e17a5810e6230dfa0c2/plan.parquet': (
+            '8e79533c336059b19283f46ed4b18e07109566d635834c196ad8f99d4ac2d70d',
+            '6cbfd43248428d64a2b3fae6508375bcbdfad309cf361a29b6dc8d650c1e5c6f'),
+    },
+    'labels-imported': {
+        'a895c6aee930743588bf/bounds.parquet': (
+            '1f2be8fd49093be6a3555da216d2f71fd31fc38392f13dd165b1bfca9bfd2a12',
+            '1e8f2db4d7af7a58036416fd59437b49289ceab4cbff6223880fc64788848c2f'),
+        'a895c6aee930743588bf/plan.parquet': (
+            'b639427756e6809dd3cb79520dda10ce6097b75abe81d0d64cc36cb42f5ec4d4',
+            'ff7d2f2d254fbd642b37a53eee729020aefa1bb077eb9ec1c72e100bdb218793'),
+        '6ef3811593904e8feb2a/bounds.parquet': (
+            '9f7e7f482747962440744bbaeb7edc06e4ddc2af7a067da645788ad6f5c96465',
+            '302066e52ddd86f4b3f6e58da6e3cf9d324bdebb3422994bada4d378e65de219'),
+        '6ef3811593904e8feb2a/plan.parquet': (
+            '282fb4baa17697cfda0bdef0f41a5a249f3929d9a07ff0fa0b7db7f3bb610958',
+            'e4604ba6def0ca8749a714f65da350f6c5aece7c67219ed5575f5dd011edadff'),
+    },
+    'shuffled-oracle-bands': {
+        '198e9ab271cfbad2edab/bands.parquet': (
+            '53a89bf02599c6c71f83c793471599605e0245978a94738434bc0855bbd58a7b',
+            '3ddbae1722415927ceb60732585b8e3bd4d50cf8937b92aefeac01c78d7d29a1'),
+        '198e9ab271cfbad2edab/bounds.parquet': (
+            '4b9ce221e4de9521e29cd78b36566a1bc8aed3ad40f6999fc3141121f860fd44',
+            '39163ff73613e3f797048d025ea7cd2ea98d5cbb07939cebe6b5289e12f44fef'),
+        '198e9ab271cfbad2edab/exact.parquet': (
+            'd09a9d7ab721af659ddba070c3047a65875f19e7d794052f2ff3b13f3ed13a9a',
+            '3a610fd9362185ff8762d4027a36cb4ee249969fbe7b2e2cb2ea3abde00c9f4e'),
+        '198e9ab271cfbad2edab/plan.parquet': (
+            'de2c93cc3ae52c36b156a651955ee83a8f7dfca60c141e0a088aa15f065e7975',
+            '9e0bacdfbd83373b65d778cbd0f5cee1ac8902f944894fa8ddf18c82c117b1b0'),
+    },
+    'sorted-oracle': {
+        'ac9548018e847059a3d8/bounds.parquet': (
+            '4566702f053938331cf31dbba36f664e33f80926d5cc96f4e4e61d79efb7cc94',
+            '6a90b79ef3a89b26b800db635a7a330499c9d39ba3acc9d8adc3c5f85a0de492'),
+        'ac9548018e847059a3d8/exact.parquet': (
+            '8f4641d4733915e88551d393fb8fa71e9144be03923da2359b3ae9adb55eba4a',
+            '84cb770af992ed6fec1ca673510b465028b9cf03fa25c601b9f40f36b62dcee3'),
+        'ac9548018e847059a3d8/plan.parquet': (
+            'deb3c40760a44975259cbdaae4abf0c1fea02625efbfd251ec7a0c060060797d',
+            'a3ac729ea88046c891adecbd98c6923234ebca2a441e00f1acb3e9b18c06694f'),
+    },
+}
+
 
 def _synth(tmp_path: Path, name: str, *args: str) -> str:
     out = str(tmp_path / name)
@@ -81,6 +135,31 @@ def _digests(run: str, tmp_path: Path) -> dict[str, str]:
     root = Path(run)
     return {f"{root.name}/{p.relative_to(root)}": hashlib.sha256(_masked(p, tmp_path)).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _table_digest(path: Path) -> str:
+    """sha256 of a Parquet artifact's data and schema without its ``pandas`` metadata key (the
+    Arrow IPC stream of the table): what stays when a writer changes only that key."""
+    table = pq.read_table(path)
+    meta = {k: v for k, v in (table.schema.metadata or {}).items() if k != b"pandas"}
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema.with_metadata(meta)) as writer:
+        writer.write_table(table.replace_schema_metadata(meta))
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+def _frame_digest(path: Path) -> str:
+    """sha256 of what ``pandas.read_parquet`` gives for a Parquet artifact: its dtypes, index,
+    attributes and values."""
+    frame = pd.read_parquet(path)
+    about = repr((list(frame.columns), [str(t) for t in frame.dtypes], repr(frame.index), sorted(frame.attrs.items())))
+    values = pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes()
+    return hashlib.sha256(about.encode() + values).hexdigest()
+
+
+def _parquet_digests(run: str) -> dict[str, tuple[str, str]]:
+    root = Path(run)
+    return {f"{root.name}/{p.relative_to(root)}": (_table_digest(p), _frame_digest(p)) for p in sorted(root.glob("*.parquet"))}
 
 
 def _run(tmp_path: Path, *argv: str, expect: int) -> str:
@@ -122,10 +201,12 @@ CASES = {"sorted-oracle": _sorted_oracle, "shuffled-oracle-bands": _shuffled_ora
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_artifact_of_a_run_keeps_its_bytes(tmp_path, case):
-    got = {}
+    got, tables = {}, {}
     for run in CASES[case](tmp_path):
         got.update(_digests(run, tmp_path))
+        tables.update(_parquet_digests(run))
     if os.environ.get("PRDIST_RECORD_DIGESTS"):
-        print(f"\n    {case!r}: {got!r},")
+        print(f"\n    {case!r}: {got!r},\n    {case!r}: {tables!r},")
     else:
+        assert tables == TABLE_DIGESTS[case]
         assert got == DIGESTS[case]

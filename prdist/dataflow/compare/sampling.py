@@ -180,7 +180,7 @@ def system_weights(system: System, distribution: SamplingDistribution, *, client
         found = extract(res, [k], client=client, columns=[])
         item = found.items
         bytes_read += found.bytes_read
-        key_k, score_k = item["key"].iloc[0], float(item["score"].iloc[0])
+        key_k, score_k = item.column("key")[0].as_py(), float(item.column("score")[0].as_py())
         key_k = int(key_k) if res.key_kind == "int" else str(key_k)
         spec = _WeightSpec(TOP_K, threshold=RankPosition.of(score_k, key_k))
         threshold = {"rank": k, "score": score_k, "key": str(key_k)}

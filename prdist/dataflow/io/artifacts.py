@@ -14,7 +14,9 @@ concurrent attempt of the same run committed first, its manifest stands).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import re
 from dataclasses import dataclass, field
@@ -23,10 +25,10 @@ from typing import Any
 import platform
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from prdist import __version__
+from prdist.frames.columns import arrow_array, arrow_numpy
 from prdist.errors import InputError
 from prdist.dataflow.io.publishing import publish, read_parquet, write_bytes_exclusive, write_parquet
 from prdist.dataflow.io.storage import Location, join_url, resolve
@@ -41,6 +43,7 @@ __all__ = [
     "labels_fingerprint",
     "run_id",
     "versions",
+    "with_pandas_metadata",
 ]
 
 MANIFEST = "manifest.json"
@@ -109,12 +112,19 @@ class RunDirectory:
         publish(self._at(name), lambda fh: fh.write(payload), exclusive=False)
         return self.path_of(name)
 
-    def write_table(self, name: str, frame: pd.DataFrame, schema: pa.Schema | None = None) -> str:
-        table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    def write_table(self, name: str, table, schema: pa.Schema | None = None, *, pandas_dtypes: dict | None = None) -> str:
+        """Write an Arrow ``table`` (with :func:`with_pandas_metadata`, ``pandas_dtypes`` naming
+        its columns' pandas dtypes that Arrow's types do not say), or a pandas DataFrame (in
+        ``schema``), as Parquet."""
+        if isinstance(table, pa.Table):
+            table = with_pandas_metadata(table, pandas_dtypes or {})
+        else:
+            table = pa.Table.from_pandas(table, schema=schema, preserve_index=False)
         write_parquet(table, self._at(name), exclusive=False)
         return self.path_of(name)
 
-    def read_table(self, name: str) -> pd.DataFrame:
+    def read_table(self, name: str):
+        """The artifact ``name`` as a pandas DataFrame."""
         at = self._at(name)
         with at.fs.open(at.path, "rb") as fh:
             return read_parquet(fh).to_pandas()
@@ -155,9 +165,49 @@ def labels_fingerprint(labels, kinds=None) -> str:
 
 
 def versions() -> dict:
-    """The versions a manifest records."""
+    """The versions a manifest records (pandas' installed version, which a run does not load)."""
     return {"prdist": __version__, "python": platform.python_version(), "numpy": np.__version__,
-            "pandas": pd.__version__, "pyarrow": pa.__version__}
+            "pandas": _pandas_version(), "pyarrow": pa.__version__}
+
+
+@functools.cache
+def _pandas_version() -> str:
+    return importlib.metadata.version("pandas")
+
+
+#: pandas' (pandas_type, numpy_type) of a column of each Arrow type, as pandas 3 writes them.
+_PANDAS_TYPES = {pa.int64(): ("int64", "int64"), pa.int32(): ("int32", "int32"), pa.int8(): ("int8", "int8"),
+                 pa.float64(): ("float64", "float64"), pa.bool_(): ("bool", "bool"), pa.large_string(): ("object", "str")}
+#: The same of a pandas extension dtype, by name.
+_PANDAS_EXTENSION_TYPES = {"Int32": ("int32", "Int32")}
+
+
+def with_pandas_metadata(table: pa.Table, dtypes: dict[str, str]) -> pa.Table:
+    """``table`` as ``pa.Table.from_pandas`` makes it from the DataFrame that ``table.to_pandas()``
+    gives, made without pandas: NaN in a float column as null, and the ``pandas`` schema
+    metadata (no index; ``dtypes``: the columns of a pandas extension dtype, e.g.
+    ``{"grid_index": "Int32"}``). So ``pandas.read_parquet`` gives that DataFrame, with those
+    dtypes, and the file's bytes are those the DataFrame's would be.
+
+    Examples
+    --------
+    >>> meta = with_pandas_metadata(pa.table({"rank": [1], "grid": pa.array([None], pa.int32())}), {"grid": "Int32"})
+    >>> json.loads(meta.schema.metadata[b"pandas"])["columns"][1]["numpy_type"]
+    'Int32'
+    """
+    for i, f in enumerate(table.schema):
+        if pa.types.is_floating(f.type) and table.column(i).null_count < len(table):
+            values = arrow_numpy(table.column(i))
+            if np.isnan(values).any():
+                table = table.set_column(i, f.name, arrow_array(values, type=f.type, mask=np.isnan(values)))
+    columns = []
+    for f in table.schema:
+        pandas_type, numpy_type = _PANDAS_EXTENSION_TYPES[dtypes[f.name]] if f.name in dtypes else _PANDAS_TYPES[f.type]
+        columns.append({"name": f.name, "field_name": f.name, "pandas_type": pandas_type, "numpy_type": numpy_type,
+                        "metadata": None})
+    meta = {"index_columns": [], "column_indexes": [], "columns": columns, "attributes": {},
+            "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": _pandas_version()}
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), b"pandas": json.dumps(meta).encode()})
 
 
 def committed_outcome(run: RunDirectory) -> RunOutcome | None:

@@ -56,7 +56,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
@@ -204,12 +203,15 @@ class Resource:
         """
         return order_from_statistics(self).sorted
 
-    def rank_ranges(self) -> pd.DataFrame:
+    def rank_ranges(self):
         """One row per row group: file, row_group, num_rows, first_rank, last_rank, score_max, score_min.
 
         Ranks are storage positions + 1: the ranks of a sorted resource, except that the items
-        of a run of tied scores crossing a row-group boundary share that run's ranks.
+        of a run of tied scores crossing a row-group boundary share that run's ranks. A pandas
+        DataFrame (pandas loads here, not with the module).
         """
+        import pandas as pd
+
         offsets = self.offsets
         return pd.DataFrame(
             {

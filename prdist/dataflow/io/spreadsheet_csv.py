@@ -25,8 +25,6 @@ from __future__ import annotations
 import io
 import re
 
-import pandas as pd
-
 __all__ = ["neutralise", "read_csv", "restore", "to_csv"]
 
 _ESCAPED = re.compile(r"'*[=+\-@\t\r]")
@@ -59,15 +57,20 @@ def restore(value):
     return value
 
 
-def to_csv(frame: pd.DataFrame) -> bytes:
-    """``frame`` as UTF-8 CSV with every text cell and header neutralised and CRLF row ends.
+def to_csv(frame) -> bytes:
+    """``frame`` (a pandas DataFrame) as UTF-8 CSV with every text cell and header neutralised
+    and CRLF row ends. (pandas is imported by the functions that take a DataFrame: a run writes
+    its task without it, :mod:`prdist.dataflow.labels.task_files`.)
 
     Examples
     --------
+    >>> import pandas as pd
     >>> frame = pd.DataFrame({"key": ["=cmd", "a\\rb"], "=col": ["+1", "ok"], "n": [-1, 2]})
     >>> read_csv(io.BytesIO(to_csv(frame))).equals(frame)
     True
     """
+    import pandas as pd
+
     safe = frame.rename(columns=lambda c: neutralise(str(c)))
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column].dtype):
@@ -75,8 +78,10 @@ def to_csv(frame: pd.DataFrame) -> bytes:
     return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
 
 
-def read_csv(fh, **options) -> pd.DataFrame:
-    """Read a CSV written by :func:`to_csv` back to the frame it was written from."""
+def read_csv(fh, **options):
+    """Read a CSV written by :func:`to_csv` back to the (pandas) frame it was written from."""
+    import pandas as pd
+
     frame = pd.read_csv(fh, **options)
     frame = frame.rename(columns=restore)
     for column in frame.columns:
@@ -85,7 +90,7 @@ def read_csv(fh, **options) -> pd.DataFrame:
     return frame
 
 
-def _edit_text(column: pd.Series, pattern: re.Pattern, edit) -> pd.Series:
+def _edit_text(column, pattern: re.Pattern, edit):
     """``column.map(edit)``, where ``edit`` changes only the text cells that ``pattern`` matches.
 
     A string column is matched in one vectorised pass and ``edit`` called on the few cells that
@@ -93,6 +98,8 @@ def _edit_text(column: pd.Series, pattern: re.Pattern, edit) -> pd.Series:
     (object, categorical, ...) may hold values that are not text and is mapped cell by cell, and
     so is a string column without any text, which ``map`` turns into a float (or null) column.
     """
+    import pandas as pd
+
     if not isinstance(column.dtype, pd.StringDtype) or not column.count():
         return column.map(edit)
     hit = column.str.match(pattern.pattern, na=False)

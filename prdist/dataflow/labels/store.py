@@ -46,6 +46,7 @@ __all__ = [
     "store_exists",
     "store_outcomes",
     "store_status",
+    "store_verdicts",
     "whole_store",
     "with_judges",
 ]
@@ -227,6 +228,21 @@ def store_outcomes(store: StoreRecords, rule: str) -> Outcomes | None:
     if rule not in store.outcomes:
         store.outcomes[rule] = aggregate(voted, rule)
     return store.outcomes[rule]
+
+
+def store_verdicts(keys, store, *, storage_options=None, rule: str = "majority") -> tuple:
+    """The verdicts of ``store`` for ``keys`` (an item's each), aggregated by ``rule``: per key the
+    label, the kind, whether a judge gave it, the stored judge's verdict; then the keys relabeled,
+    the manifest's agreement record, and per key the gold verdict and its kind (what
+    :func:`prdist.dataflow.run.evaluate.resolve_labels` takes of a store)."""
+    lookup = lookup_labels(store, keys, storage_options=storage_options, rule=rule)
+    keys = normalise_keys(keys)
+    return (lookup.labels.reindex(keys).to_numpy(dtype=np.float64, copy=True),
+            lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=object, copy=True),
+            lookup.judged.reindex(keys).to_numpy(dtype=bool, copy=True),
+            lookup.roles.judge.reindex(keys).to_numpy(dtype=np.float64), lookup.relabeled, lookup.agreement_record(),
+            lookup.roles.gold.reindex(keys).to_numpy(dtype=np.float64),
+            lookup.roles.gold_kinds.reindex(keys).fillna("missing").to_numpy(dtype=str))
 
 
 def lookup_labels(store: str | None, keys, *, storage_options=None, rule: str = "majority") -> LabelLookup:

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from prdist.dataflow.io import spreadsheet_csv
 from prdist.dataflow.io.publishing import publish
+from prdist.dataflow.labels.task_files import export_annotation_task
 from prdist.dataflow.io.storage import filesystem, join_url, modified_time, resolve
 from prdist.dataflow.io.storage_errors import check_regular_file, exists, storage_errors
 from prdist.errors import DataError, InputError
@@ -32,26 +33,6 @@ from prdist.verdicts.aggregation import VerdictWords
 
 __all__ = ["CHOICES", "EXPORT_FORMATS", "ExportSummary", "FillSummary", "export_annotation_task", "fill_task",
            "label_studio_config", "newest_run", "read_text_table", "write_annotation_file", "xml_text"]
-
-
-def export_annotation_task(items: pd.DataFrame, out_dir, *, storage_options=None) -> tuple[str, str]:
-    """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl`` in ``out_dir``
-    (a run directory's Location, or a URL and its options); return their URLs as written.
-
-    ``items`` holds key, score, rank and whatever other columns the resource has, so the annotator
-    sees each item; a ``label`` column is added empty for the annotator to fill in. The CSV is
-    safe to open in a spreadsheet and imports back to the original keys (:mod:`prdist.dataflow.io.spreadsheet_csv`).
-    """
-    task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
-    task["label"] = ""
-    out_dir = resolve(out_dir, storage_options=storage_options)
-    csv_at, jsonl_at = out_dir.child("annotation_task.csv"), out_dir.child("annotation_task.jsonl")
-    for at, payload in (
-        (csv_at, spreadsheet_csv.to_csv(task)),  # safe to open in a spreadsheet, reads back exactly
-        (jsonl_at, task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")),
-    ):
-        publish(at, lambda fh, payload=payload: fh.write(payload), exclusive=False)
-    return csv_at.given, jsonl_at.given
 
 
 EXPORT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".json": "label-studio"}

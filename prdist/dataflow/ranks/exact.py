@@ -34,8 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
+from prdist.frames.columns import arrow_numpy, arrow_table, column
 from prdist.errors import DataError
 from prdist.ranking import as_key_array, descending_ordinal, key_hash
 from prdist.dataflow.engine.executor import map_reduce
@@ -142,7 +143,7 @@ class _Thresholds:
 
 def _label_masks(table, label: str, where: str) -> tuple[np.ndarray, np.ndarray]:
     """(positive, unknown) masks of a label column; DataError for a value other than 0, 1 or null."""
-    values = np.asarray(table.column(label).to_numpy(), dtype=np.float64)  # null -> NaN
+    values = np.asarray(arrow_numpy(table.column(label)), dtype=np.float64)  # null -> NaN
     positive = values == 1
     unknown = np.isnan(values)
     bad = ~(positive | unknown | (values == 0))
@@ -194,7 +195,7 @@ def _sum(*parts) -> np.ndarray:
     return np.sum(parts, axis=0)
 
 
-def exact_precision(resource: Resource, ranks, items: pd.DataFrame | None = None, *, client=None) -> pd.DataFrame:
+def exact_precision(resource: Resource, ranks, items=None, *, client=None) -> pa.Table:
     """The exact precision at ``ranks`` from the resource's label column (simulations).
 
     Parameters
@@ -203,7 +204,7 @@ def exact_precision(resource: Resource, ranks, items: pd.DataFrame | None = None
         Opened with its ``label`` column.
     ranks : array-like of int
         1-based ranks.
-    items : pandas.DataFrame, optional
+    items : pyarrow.Table or pandas.DataFrame, optional
         Items already extracted (``rank``, ``key``, ``score``): the thresholds among them are not
         searched again.
     client : distributed.Client, optional
@@ -211,7 +212,7 @@ def exact_precision(resource: Resource, ranks, items: pd.DataFrame | None = None
 
     Returns
     -------
-    pandas.DataFrame
+    pyarrow.Table
         ``rank`` (int64, as given) and ``precision`` (float64, NaN where a label at or above the
         rank is unknown): exactly a running sum of the labels in rank order divided by the rank.
     """
@@ -239,7 +240,7 @@ def exact_precision(resource: Resource, ranks, items: pd.DataFrame | None = None
         y[inside] = np.cumsum(positives)[before] + y_run
         z[inside] = np.cumsum(unknown)[before] + z_run
     precision = np.where(z > 0, np.nan, y / wanted)
-    return pd.DataFrame({"rank": ranks, "precision": precision[np.searchsorted(wanted, ranks)]})
+    return arrow_table({"rank": ranks, "precision": precision[np.searchsorted(wanted, ranks)]})
 
 
 def _within_runs(resource: Resource, thresholds: _Thresholds, inside: np.ndarray, partitions, names, client):
@@ -262,21 +263,21 @@ def _changed(resource: Resource) -> DataError:
                      "found at the ranks). Run again on data that stays put.")
 
 
-def _items_at(resource: Resource, wanted: np.ndarray, items: pd.DataFrame | None, client) -> tuple[np.ndarray, np.ndarray]:
+def _items_at(resource: Resource, wanted: np.ndarray, items, client) -> tuple[np.ndarray, np.ndarray]:
     """Keys and scores of the items at the ``wanted`` ranks (sorted, distinct): from ``items``
     where they are, from the resource where not."""
     keys = np.empty(wanted.size, dtype=object)
     scores = np.empty(wanted.size, dtype=np.float64)
     missing = np.ones(wanted.size, dtype=bool)
     if items is not None and len(items):
-        have = items["rank"].to_numpy(dtype=np.int64)
+        have = column(items, "rank", np.int64)
         order = np.argsort(have, kind="stable")
         at = order[np.minimum(np.searchsorted(have, wanted, sorter=order), have.size - 1)]
         missing = have[at] != wanted
-        keys[~missing] = items["key"].to_numpy()[at[~missing]]
-        scores[~missing] = items["score"].to_numpy(dtype=np.float64)[at[~missing]]
+        keys[~missing] = column(items, "key")[at[~missing]]
+        scores[~missing] = column(items, "score", np.float64)[at[~missing]]
     if missing.any():
         found = extract(resource, wanted[missing], client=client, columns=[]).items
-        keys[missing] = found["key"].to_numpy()
-        scores[missing] = found["score"].to_numpy(dtype=np.float64)
+        keys[missing] = column(found, "key")
+        scores[missing] = column(found, "score", np.float64)
     return as_key_array(keys.astype(np.int64) if resource.key_kind == "int" else keys), scores

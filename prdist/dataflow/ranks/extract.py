@@ -16,15 +16,15 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist._validation import check_int
+from prdist.frames.columns import arrow_numpy, take_rows
 from prdist.errors import DataError
 from prdist.ranking import sorted_block_order
 from prdist.dataflow.engine.executor import run_tasks
-from prdist.dataflow.ranks.extraction import Extraction, check_labels, empty_result, result_frame
+from prdist.dataflow.ranks.extraction import Extraction, check_labels, empty_result, items_frame, result_table
 from prdist.dataflow.io.parquet import (
     DEFAULT_PARTITION_ROWS,
     Resource,
@@ -38,7 +38,7 @@ from prdist.dataflow.io.parquet import (
 from prdist.dataflow.io.parquet_tasks import check_unique, keys_of, read_group, scores_of
 from prdist.dataflow.ranks.select import requested_positions, select_positions, selection
 
-__all__ = ["DEFAULT_BLOCK_ROWS", "extract", "extract_ranks", "sorted_extraction"]
+__all__ = ["DEFAULT_BLOCK_ROWS", "by_rank", "extract", "extract_ranks", "sorted_extraction"]
 
 #: :func:`extract_ranks` reads a block of row groups whole (one task, one local sort) up to this
 #: many rows; a larger block — a huge run of tied scores — goes through the bounded-memory
@@ -71,6 +71,15 @@ def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
     return blocks
 
 
+def by_rank(items: pa.Table) -> pa.Table:
+    """``items`` in rank order (the blocks read directly come in rank order already; the tied
+    runs selected apart follow them)."""
+    ranks = arrow_numpy(items.column("rank"))
+    if np.all(ranks[1:] > ranks[:-1]):
+        return items
+    return take_rows(items, np.argsort(ranks, kind="stable"))
+
+
 def _runs_of_rows(blocks: list[tuple[object, int]], max_rows: int) -> list[list]:
     """``blocks`` (block, rows) cut into consecutive runs of at most ``max_rows`` rows (a larger
     block alone), without their row counts.
@@ -90,8 +99,8 @@ def _runs_of_rows(blocks: list[tuple[object, int]], max_rows: int) -> list[list]
     return runs
 
 
-def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict) -> list[pd.DataFrame]:
-    """Read blocks of row groups whole, order each by rank, keep the wanted positions (one frame).
+def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict) -> list[pa.Table]:
+    """Read blocks of row groups whole, order each by rank, keep the wanted positions (one table).
 
     The blocks of one task mostly lie in one file, which is opened once for all of them, with
     the footer ``open_resource`` read (``footers``: path -> FileMetaData): on object storage a
@@ -124,17 +133,16 @@ def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict)
             take = sorted_block_order(scores, keys)[wanted - start]
             check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
             if extras:
-                found_extras.append(pa.concat_tables(extra_parts, promote_options="permissive").take(pa.array(take)))
+                found_extras.append(take_rows(pa.concat_tables(extra_parts, promote_options="permissive"), take))
             positions.append(wanted)
             found_keys.append(keys[take])
             found_scores.append(scores[take])
-    # One frame per task, not per block: a pandas frame costs a millisecond, and a task may hold
-    # a hundred blocks.
+    # One table per task, not per block: a task may hold a hundred blocks.
     extras_table = pa.concat_tables(found_extras, promote_options="permissive") if extras else None
-    return [result_frame(np.concatenate(positions), np.concatenate(found_keys), np.concatenate(found_scores), extras_table)]
+    return [result_table(np.concatenate(positions), np.concatenate(found_keys), np.concatenate(found_scores), extras_table)]
 
 
-def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_block_rows: int = DEFAULT_BLOCK_ROWS) -> pd.DataFrame:
+def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_block_rows: int = DEFAULT_BLOCK_ROWS):
     """Return the items at ``ranks`` of a resource sorted by descending score.
 
     Reads only the row groups that hold the requested ranks, extended over any run of tied
@@ -161,7 +169,7 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
     pandas.DataFrame
         Columns ``rank`` (int64), ``key``, ``score`` (float64), then ``columns``; one row per
         distinct requested rank, in rank order. :func:`sorted_extraction` returns them with the
-        compressed Parquet bytes and the row groups read.
+        compressed Parquet bytes and the row groups read (the items as an Arrow table).
 
     Raises
     ------
@@ -180,7 +188,7 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
     >>> extract_ranks(res, [2, 3, 4])["key"].tolist() == [[10, 11, 12, 13, 14][i] for i in rank_order(scores, [10, 11, 12, 13, 14])[1:4]]
     True
     """
-    return sorted_extraction(resource, ranks, client=client, columns=columns, max_block_rows=max_block_rows).items
+    return items_frame(sorted_extraction(resource, ranks, client=client, columns=columns, max_block_rows=max_block_rows).items)
 
 
 def extract(resource: Resource, ranks, *, client=None, columns=None) -> Extraction:
@@ -241,7 +249,7 @@ def sorted_extraction(resource: Resource, ranks, *, client=None, columns=None,
         bytes_read += found.bytes_read
         groups_read += found.row_groups_read
         frames.append(found.items)
-    result = pd.concat(frames, ignore_index=True).sort_values("rank", ignore_index=True)
-    check_unique(result["key"].to_numpy(), f"the rows extracted from {resource.url}")
+    result = by_rank(pa.concat_tables(frames, promote_options="permissive"))
+    check_unique(arrow_numpy(result.column("key")), f"the rows extracted from {resource.url}")
     check_labels(result, resource.label, resource.url)
     return Extraction(result, bytes_read=int(bytes_read), row_groups_read=int(groups_read))

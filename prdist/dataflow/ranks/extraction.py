@@ -9,7 +9,9 @@ survive every operation on a frame).
 
 Also here, what every extraction shares at its two ends, in the user's session: the checks of
 what is asked (:func:`check_ranks`, :func:`extra_columns`) and the frame of what is returned
-(:func:`result_frame`, :func:`empty_result`, :func:`check_labels`).
+(:func:`result_table`, :func:`empty_result`, :func:`check_labels`). The items are an Arrow table
+(the run path imports no pandas); the functions that return a DataFrame to a user turn it into
+one with :func:`items_frame`.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
+from prdist.frames.columns import arrow_array, arrow_numpy, arrow_table
 from prdist.errors import DataError, ParameterError
 from prdist.dataflow.io.parquet import Resource, _key_kind
 
-__all__ = ["Extraction", "check_labels", "check_ranks", "empty_result", "extra_columns", "result_frame"]
+__all__ = ["Extraction", "check_labels", "check_ranks", "empty_result", "extra_columns", "items_frame", "result_table"]
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,10 @@ class Extraction:
 
     Attributes
     ----------
-    items : pandas.DataFrame
+    items : pyarrow.Table
         The items: for ranks, columns ``rank`` (int64), ``key``, ``score`` (float64), then the
-        extra columns, one row per distinct requested rank, in rank order.
+        extra columns, one row per distinct requested rank, in rank order. (The item columns of
+        :func:`prdist.dataflow.compare.sampling.item_columns` are a pandas DataFrame.)
     bytes_read : int
         Compressed Parquet bytes of the column chunks read (every pass counted).
     row_groups_read : int, default=0
@@ -51,7 +54,7 @@ class Extraction:
         Wall-clock seconds of the extraction, where measured (a staged extraction records them).
     """
 
-    items: pd.DataFrame
+    items: pa.Table  # or a DataFrame: item_columns (prdist compare)
     bytes_read: int
     row_groups_read: int = 0
     passes: int = 0
@@ -96,33 +99,44 @@ def check_ranks(ranks, n: int, *, owner: str) -> np.ndarray:
     return array
 
 
-def empty_result(resource: Resource, extras: list[str]) -> pd.DataFrame:
+def empty_result(resource: Resource, extras: list[str]) -> pa.Table:
     """The result of extracting no ranks: the right columns, no rows."""
     key_type = resource.schema.field(resource.key).type
     keys = np.empty(0, dtype=np.int64 if _key_kind(key_type) == "int" else object)
-    table = pa.table({name: pa.array([], type=resource.schema.field(name).type) for name in extras}) if extras else None
-    return result_frame(np.empty(0, dtype=np.int64), keys, np.empty(0), table)
+    table = arrow_table({name: arrow_array([], type=resource.schema.field(name).type) for name in extras}) if extras else None
+    return result_table(np.empty(0, dtype=np.int64), keys, np.empty(0), table)
 
 
-def check_labels(frame: pd.DataFrame, label: str | None, where: str) -> None:
+def check_labels(items: pa.Table, label: str | None, where: str) -> None:
     """Raise DataError if the label column of extracted rows holds anything but 0/1."""
-    if label is None or label not in frame.columns:
+    if label is None or label not in items.column_names:
         return
-    values = frame[label]
-    if values.isna().any():
+    values = items.column(label)
+    if values.null_count:
         raise DataError(f"The label column {label!r} holds missing values in {where}. Every label must be 0 or 1.")
-    bad = ~values.isin([0, 1])
+    values = arrow_numpy(values)
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        raise DataError(f"The label column {label!r} holds missing values in {where}. Every label must be 0 or 1.")
+    bad = ~((values == 0) | (values == 1))
     if bad.any():
         raise DataError(
-            f"The label column {label!r} holds {values[bad].iloc[0]} in {where}; labels must be 0 or 1. "
+            f"The label column {label!r} holds {values[bad][0]} in {where}; labels must be 0 or 1. "
             "Map the labels to 0/1 first."
         )
 
 
-def result_frame(positions: np.ndarray, keys: np.ndarray, scores: np.ndarray, extras: pa.Table | None) -> pd.DataFrame:
-    """The output of rank extraction: rank, key, score, then the extra columns, by rank."""
-    frame = pd.DataFrame({"rank": positions.astype(np.int64) + 1, "key": keys, "score": scores.astype(np.float64)})
+def result_table(positions: np.ndarray, keys: np.ndarray, scores: np.ndarray, extras: pa.Table | None) -> pa.Table:
+    """The output of rank extraction: rank, key, score, then the extra columns (as read), by rank."""
+    columns = {"rank": arrow_array(positions.astype(np.int64) + 1), "key": arrow_array(keys),
+               "score": arrow_array(scores.astype(np.float64))}
     if extras is not None:
-        for name in extras.column_names:
-            frame[name] = extras.column(name).to_pandas().to_numpy()
-    return frame
+        columns.update({name: extras.column(name) for name in extras.column_names})
+    return arrow_table(columns)
+
+
+def items_frame(items: pa.Table):
+    """Extracted ``items`` as the pandas DataFrame the public functions return: each column as
+    NumPy holds it (an integer column with nulls as float64 with NaN, text as objects)."""
+    import pandas as pd  # only for a user who asked for a DataFrame
+
+    return pd.DataFrame({name: items.column(name).to_pandas().to_numpy() for name in items.column_names})

@@ -59,10 +59,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from prdist._validation import check_int
+from prdist.frames.columns import arrow_table, take_rows
 from prdist.errors import DataError
 from prdist.ranking import descending_ordinal, key_hash, rank_sort, score_of_ordinal
 from prdist.dataflow.engine.executor import map_reduce, run_tasks
@@ -72,7 +72,8 @@ from prdist.dataflow.ranks.extraction import (
     check_ranks,
     empty_result,
     extra_columns,
-    result_frame,
+    items_frame,
+    result_table,
 )
 from prdist.dataflow.io.parquet import DEFAULT_PARTITION_ROWS, Partition, Resource, displays
 from prdist.dataflow.io.parquet_tasks import check_unique, keys_of, row_groups_of, scores_of
@@ -383,10 +384,9 @@ def _extract_task(partition: Partition, fs, columns, extras, names: dict, *, int
         hit = np.flatnonzero(found >= 0)
         if hit.size == 0:
             continue
-        taken = pa.array(hit)
-        piece = pa.table({"key": pa.array(keys[hit]), "score": pa.array(scores[hit])})
+        piece = arrow_table({"key": keys[hit], "score": scores[hit]})
         if extras:
-            extra = group.read(extras).take(taken)
+            extra = take_rows(group.read(extras), hit)
             for name in extras:
                 piece = piece.append_column(name, extra.column(name))
         pieces.append((group.index, piece))
@@ -523,7 +523,7 @@ def _split(refine, offsets, sizes, counts, seen, linear, targets: np.ndarray, *,
     return pending
 
 
-def _ranked_candidates(resource: Resource, partitions, pieces, final, positions, extras) -> tuple[pd.DataFrame, int]:
+def _ranked_candidates(resource: Resource, partitions, pieces, final, positions, extras) -> tuple[pa.Table, int]:
     """Order the extracted candidates by rank and keep the requested positions.
 
     Returns the items and the bytes of the extra columns read (of the row groups that matched).
@@ -552,8 +552,8 @@ def _ranked_candidates(resource: Resource, partitions, pieces, final, positions,
     rank_of_sorted = np.concatenate([np.arange(iv.start, iv.start + iv.count, dtype=np.int64) for iv in final])
     keep = np.flatnonzero(np.isin(rank_of_sorted, positions))
     take = order[keep]
-    extras_table = candidates.select(extras).take(pa.array(take)) if extras else None
-    frame = result_frame(rank_of_sorted[keep], keys[take], scores[take], extras_table)
+    extras_table = take_rows(candidates.select(extras), take) if extras else None
+    frame = result_table(rank_of_sorted[keep], keys[take], scores[take], extras_table)
     return frame, resource.bytes_of(matched_groups, extras) if extras else 0
 
 
@@ -565,7 +565,7 @@ def requested_positions(resource: Resource, ranks, columns, *, owner: str) -> tu
 
 
 def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: int = DEFAULT_CAP,
-                 max_candidates: int = DEFAULT_MAX_CANDIDATES, histogram_bins: int = DEFAULT_HISTOGRAM_BINS, partition_rows: int = DEFAULT_PARTITION_ROWS) -> pd.DataFrame:
+                 max_candidates: int = DEFAULT_MAX_CANDIDATES, histogram_bins: int = DEFAULT_HISTOGRAM_BINS, partition_rows: int = DEFAULT_PARTITION_ROWS):
     """Return the items at ``ranks`` of a resource in any order, without sorting it.
 
     Radix selection over (descending score, key hash, key): histogram passes narrow every
@@ -615,8 +615,8 @@ def select_ranks(resource: Resource, ranks, *, client=None, columns=None, cap: i
     >>> select_ranks(open_resource(d), [1, 2])[["rank", "key"]].to_numpy().tolist()
     [[1, 2], [2, 4]]
     """
-    return selection(resource, ranks, client=client, columns=columns, cap=cap, max_candidates=max_candidates,
-                     histogram_bins=histogram_bins, partition_rows=partition_rows).items
+    return items_frame(selection(resource, ranks, client=client, columns=columns, cap=cap, max_candidates=max_candidates,
+                                 histogram_bins=histogram_bins, partition_rows=partition_rows).items)
 
 
 def selection(resource: Resource, ranks, *, client=None, columns=None, cap: int = DEFAULT_CAP,
@@ -627,7 +627,7 @@ def selection(resource: Resource, ranks, *, client=None, columns=None, cap: int 
     Returns
     -------
     Extraction
-        ``items`` as :func:`select_ranks` returns them; ``bytes_read`` (compressed Parquet
+        ``items`` as :func:`select_ranks` returns them, as an Arrow table; ``bytes_read`` (compressed Parquet
         bytes), ``passes`` (histogram passes + the extraction pass), ``candidates`` (items
         extracted), ``intervals`` (final intervals: candidates <= requested ranks + ``cap`` x
         intervals) and ``row_groups_read``.

@@ -12,19 +12,20 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from prdist.paula import derived
 from prdist import params as P
 from prdist.errors import DataError, ParameterError
 from prdist.paula.plan import plan_paula
-from prdist.verdicts.aggregation import kinds_of
+from prdist.frames.columns import arrow_array, arrow_numpy, arrow_table, column, column_names
+from prdist.verdicts.kinds import Agreement, kinds_of
 from prdist.dataflow.io.artifacts import run_id
-from prdist.dataflow.labels.store import LabelLookup, lookup_labels, normalise_keys
 from prdist.dataflow.io.storage import Location, join_url
 
-if TYPE_CHECKING:  # the bootstrap (SciPy) is imported by the step that draws bands
+if TYPE_CHECKING:  # the bootstrap (SciPy, pandas) is imported by the step that draws bands
+    import pandas as pd
+
     from prdist.bootstrap.replicates import BandStatistics
 
 __all__ = [
@@ -295,7 +296,7 @@ class ArmBands:
         return table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(pandas_meta).encode()})
 
 
-def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params: EvaluationParams, *, client=None,
+def bands(planned: PlannedRanks, items: pa.Table, labels: np.ndarray, params: EvaluationParams, *, client=None,
           settled: np.ndarray | None = None) -> ArmBands | None:
     """Bootstrap bands of the PR curve from the random arm; None while an arm item that can still
     be labeled lacks its label, or when the arm has no PR curve to band (a single class, too few
@@ -318,7 +319,7 @@ def bands(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, params
     never = unknown & (np.zeros(unknown.size, bool) if settled is None else np.asarray(settled)[planned.in_band_arm])
     if (unknown & ~never).any():
         return None
-    scores = items["score"].to_numpy(dtype=np.float64)[planned.in_band_arm]
+    scores = column(items, "score", np.float64)[planned.in_band_arm]
     # The arm was drawn from SeedSequence([seed, 0xBA7D5]); the replicates use SeedSequence(seed).
     options = dict(replicates=params.replicates, seed=params.seed, client=client)
     try:
@@ -531,7 +532,7 @@ class LabelResolution:
         return out
 
 
-def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, store: Location | str | None = None, storage_options=None,
+def resolve_labels(items: pa.Table, *, oracle_column: str | None = None, store: Location | str | None = None, storage_options=None,
                    rule: str = "majority", judge_column: str | None = None, audit: np.ndarray | None = None) -> LabelResolution:
     """Labels of the extracted items: the oracle column in simulations, else the label store's
     verdicts aggregated by ``rule``.
@@ -550,12 +551,8 @@ def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, sto
                                      from_store=0, relabeled=0)
         gold, gold_kinds = truth, kinds_of(truth)
     else:
-        lookup: LabelLookup = lookup_labels(store, items["key"], storage_options=storage_options, rule=rule)
-        keys = normalise_keys(items["key"])
-        values = lookup.labels.reindex(keys).to_numpy(dtype=np.float64, copy=True)
-        kinds = lookup.kinds.reindex(keys).fillna("missing").to_numpy(dtype=object, copy=True)
-        judged = lookup.judged.reindex(keys).to_numpy(dtype=bool, copy=True)
-        stored_judge = lookup.roles.judge.reindex(keys).to_numpy(dtype=np.float64)
+        found = _store_verdicts(items, store, storage_options, rule)
+        values, kinds, judged, stored_judge, relabeled, agreement, gold, gold_kinds = found
         if judge is not None:  # the column stands where neither an annotator nor a stored judge spoke
             stand = (kinds == "missing") & ~np.isnan(judge)
             values[stand] = judge[stand] >= 0.5
@@ -565,50 +562,65 @@ def resolve_labels(items: pd.DataFrame, *, oracle_column: str | None = None, sto
         elif judged.any():
             judge = stored_judge
         resolution = LabelResolution(values, kinds.astype(str), from_oracle=0, from_store=int((~np.isnan(values) & ~judged).sum()),
-                                     relabeled=lookup.relabeled, agreement=lookup.agreement_record())
-        gold = lookup.roles.gold.reindex(keys).to_numpy(dtype=np.float64)
-        gold_kinds = lookup.roles.gold_kinds.reindex(keys).fillna("missing").to_numpy(dtype=str)
+                                     relabeled=relabeled, agreement=agreement)
     return replace(resolution, judged=judged, judge=judge, gold=gold, gold_kinds=gold_kinds,
                    audit=None if audit is None else np.asarray(audit, dtype=bool))
 
 
-def _column_labels(items: pd.DataFrame, column: str) -> np.ndarray:
+def _store_verdicts(items: pa.Table, store, storage_options, rule: str) -> tuple:
+    """``store_verdicts`` (:mod:`prdist.dataflow.labels.store`, pandas), or without a store none."""
+    if store is not None:
+        from prdist.dataflow.labels.store import store_verdicts
+
+        return store_verdicts(column(items, "key"), store, storage_options=storage_options, rule=rule)
+    n, nothing = items.num_rows, np.full(items.num_rows, np.nan)
+    return (nothing.copy(), np.full(n, "missing", dtype=object), np.zeros(n, dtype=bool), nothing.copy(), 0,
+            dict(Agreement(None, 0, 0).to_dict(), rule=rule), nothing.copy(), np.full(n, "missing"))
+
+
+def _column_labels(items: pa.Table, name: str) -> np.ndarray:
     """The 0/1 truth of a simulation's oracle column (NaN where null)."""
-    values = _numeric_column(items, column, what="oracle column", holds="the 0/1 truth", strict=False)
+    values = _numeric_column(items, name, what="oracle column", holds="the 0/1 truth", strict=False)
     bad = ~np.isnan(values) & (values != 0) & (values != 1)
     if bad.any():
-        raise ParameterError(f"The oracle column {column!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
+        raise ParameterError(f"The oracle column {name!r} holds values other than 0/1, e.g. {values[bad][0]!r}.")
     return values
 
 
-def judge_probabilities(items: pd.DataFrame, column: str) -> np.ndarray:
+def judge_probabilities(items: pa.Table, name: str) -> np.ndarray:
     """The judge column of the planned items: 0/1 verdicts or probabilities in [0, 1] (NaN: none).
 
     Only the planned items' values are read (they come with the extraction, per row group), so a
     judge on 10^9 items is never gathered on one process. Anything else is refused in one line.
     """
-    values = _numeric_column(items, column, what="judge column", holds="the judge's 0/1 verdict or probability", strict=True)
+    values = _numeric_column(items, name, what="judge column", holds="the judge's 0/1 verdict or probability", strict=True)
     bad = ~np.isnan(values) & ~((values >= 0) & (values <= 1))
     if bad.any():
         raise ParameterError(
-            f"The judge column {column!r} holds {int(bad.sum())} value(s) outside [0, 1], e.g. {float(values[bad][0])!r}; a judge "
+            f"The judge column {name!r} holds {int(bad.sum())} value(s) outside [0, 1], e.g. {float(values[bad][0])!r}; a judge "
             "gives 0/1 or a probability of being correct. Fix the column or name another."
         )
     return values
 
 
-def _numeric_column(items: pd.DataFrame, column: str, *, what: str, holds: str, strict: bool) -> np.ndarray:
+def _numeric_column(items: pa.Table, name: str, *, what: str, holds: str, strict: bool) -> np.ndarray:
     """The column as float64 (NaN where null); ``strict`` refuses text, else it reads as NaN."""
-    if column not in items.columns:
+    if name not in column_names(items):
         raise ParameterError(
-            f"The {what} {column!r} is not in the resource (columns: {sorted(items.columns)}). Name the column that holds {holds}."
+            f"The {what} {name!r} is not in the resource (columns: {sorted(column_names(items))}). Name the column that holds {holds}."
         )
-    raw = items[column]
+    raw = items.column(name)
+    kind = raw.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind):
+        return np.asarray(arrow_numpy(raw.cast(pa.float64())), dtype=np.float64)
+    import pandas as pd  # a column of text (or other values) is read as numbers by pandas
+
+    raw = raw.to_pandas()
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
     text = np.isnan(values) & raw.notna().to_numpy()
     if strict and text.any():
         raise ParameterError(
-            f"The {what} {column!r} holds {int(text.sum())} value(s) that are not numbers, e.g. {raw[text].iloc[0]!r}; "
+            f"The {what} {name!r} holds {int(text.sum())} value(s) that are not numbers, e.g. {raw[text].iloc[0]!r}; "
             "a judge gives 0/1 or a probability of being correct. Fix the column or name another."
         )
     return values
@@ -618,7 +630,7 @@ def _numeric_column(items: pd.DataFrame, column: str, *, what: str, holds: str, 
 class Estimate:
     """The estimate of one run: the bounds table and what is derived from it."""
 
-    bounds: pd.DataFrame  # rank, precision_lower, precision_upper, yield_lower, yield_upper
+    bounds: pa.Table  # rank, precision_lower, precision_upper, yield_lower, yield_upper
     cutoff_ranks: dict  # target -> deepest rank with guaranteed precision (0: none)
     average_precision: tuple[float, float] | None
     diagnostics: dict
@@ -649,11 +661,12 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         kwargs = {} if params.confidence is None else {"confidence": params.confidence}
         b = paula_bounds(planned.plan, labels, **kwargs)
         cutoffs = {t: derived.deepest_rank(b, t) for t in params.targets}
-        table, diagnostics = b.table(), b.diagnostics.to_dict()
+        columns, diagnostics = b.columns(), b.diagnostics.to_dict()
+        table = arrow_table(columns)
         if params.confidence is None or planned.in_band_arm is not None:
             table = with_every_label(table, planned.ranks, every)
-            diagnostics["tightened_by_other_labels"] = int((table["yield_lower"] != b.table()["yield_lower"]).sum()
-                                                           + (table["yield_upper"] != b.table()["yield_upper"]).sum())
+            diagnostics["tightened_by_other_labels"] = int((column(table, "yield_lower") != columns["yield_lower"]).sum()
+                                                           + (column(table, "yield_upper") != columns["yield_upper"]).sum())
         return Estimate(table, cutoffs, derived.average_precision_bounds(b), diagnostics, b)
     from prdist.sampling import estimate_random, estimate_stratified  # as in make_plan
 
@@ -667,7 +680,7 @@ def estimate(planned: PlannedRanks, labels: np.ndarray, params: EvaluationParams
         est = estimate_stratified(plan, labels, delta=params.delta)
         ranks, lower, upper = _through_n(est.grid, est.grid_lower, est.grid_upper, plan.n)
         diagnostics = {"method": "stratified", "simultaneous_confidence": 1 - params.delta}
-    table = pd.DataFrame(
+    table = arrow_table(
         {
             "rank": np.asarray(ranks, dtype=np.int64),
             "precision_lower": lower,
@@ -689,8 +702,8 @@ def gold_estimate(planned: PlannedRanks, verdicts: np.ndarray, gold: np.ndarray,
     The cut-off of a target is the deepest rank of the table whose lower bound reaches it.
     """
     found = gold_paula(planned, verdicts, gold, judge, params)
-    table = found.table()
-    ranks, lower = table["rank"].to_numpy(), table["precision_lower"].to_numpy()
+    table = arrow_table(found.columns())
+    ranks, lower = column(table, "rank"), column(table, "precision_lower")
     cutoffs = {t: int(ranks[lower >= t].max()) if (lower >= t).any() else 0 for t in params.targets}
     return Estimate(table, cutoffs, None, {"gold_bounds": found.to_dict()}, certifies="gold")
 
@@ -726,7 +739,7 @@ def _through_n(ranks: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):
             np.append(upper, (upper[-1] * last + (n - last)) / n))
 
 
-def with_every_label(table: pd.DataFrame, ranks: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
+def with_every_label(table: pa.Table, ranks: np.ndarray, labels: np.ndarray) -> pa.Table:
     """Tighten a bounds table with the assumption-free counts of every known verdict.
 
     Whatever arm a verdict came from, the yield at rank r is at least the number of items known
@@ -735,21 +748,23 @@ def with_every_label(table: pd.DataFrame, ranks: np.ndarray, labels: np.ndarray)
 
     Examples
     --------
-    >>> t = pd.DataFrame({"rank": [2, 4], "precision_lower": [0.0, 0.0], "precision_upper": [1.0, 1.0],
-    ...                   "yield_lower": [0.0, 0.0], "yield_upper": [2.0, 4.0]})
-    >>> with_every_label(t, np.array([1, 3, 4]), np.array([1.0, 0.0, np.nan]))[["yield_lower", "yield_upper"]].values.tolist()
-    [[1.0, 2.0], [1.0, 3.0]]
+    >>> t = pa.table({"rank": [2, 4], "precision_lower": [0.0, 0.0], "precision_upper": [1.0, 1.0],
+    ...               "yield_lower": [0.0, 0.0], "yield_upper": [2.0, 4.0]})
+    >>> tight = with_every_label(t, np.array([1, 3, 4]), np.array([1.0, 0.0, np.nan]))
+    >>> tight["yield_lower"].to_pylist(), tight["yield_upper"].to_pylist()
+    ([1.0, 1.0], [2.0, 3.0])
     """
-    r = table["rank"].to_numpy()
+    r = column(table, "rank")
     at = np.searchsorted(ranks, r, side="right")
     correct = np.concatenate(([0], np.cumsum(labels == 1)))[at]
     incorrect = np.concatenate(([0], np.cumsum(labels == 0)))[at]
-    lower = np.maximum(table["yield_lower"].to_numpy(), correct)
-    upper = np.minimum(table["yield_upper"].to_numpy(), r - incorrect)
+    lower = np.maximum(column(table, "yield_lower"), correct)
+    upper = np.minimum(column(table, "yield_upper"), r - incorrect)
     crossed = lower > upper
     lower, upper = np.where(crossed, correct, lower), np.where(crossed, r - incorrect, upper)
-    return table.assign(yield_lower=lower.astype(np.float64), yield_upper=upper.astype(np.float64),
-                        precision_lower=lower / r, precision_upper=upper / r)
+    tightened = {"yield_lower": lower.astype(np.float64), "yield_upper": upper.astype(np.float64),
+                 "precision_lower": lower / r, "precision_upper": upper / r}
+    return arrow_table({name: tightened.get(name, table.column(name)) for name in table.column_names})
 
 
 def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
@@ -759,8 +774,8 @@ def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     return np.unique(np.concatenate((prefix, paula.grid, [n])))
 
 
-def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, kinds: np.ndarray | None = None,
-               gold: np.ndarray | None = None, judge: np.ndarray | None = None) -> pd.DataFrame:
+def plan_table(planned: PlannedRanks, items: pa.Table, labels: np.ndarray, kinds: np.ndarray | None = None,
+               gold: np.ndarray | None = None, judge: np.ndarray | None = None) -> pa.Table:
     """The rows of plan.parquet: rank, key, score, role, grid_index, label, verdict.
 
     ``verdict`` says why a label is what it is: correct, incorrect, cannot_judge, disputed or
@@ -768,33 +783,40 @@ def plan_table(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, k
     with a gold audit adds ``gold_audit`` (bool: the row is in the random gold audit) and
     ``gold`` (float64: its gold verdict, NaN where none or outside the audit), and with a judge
     also ``judge`` (float64: the judge's probability or 0/1 verdict, NaN where none: what its
-    gold bounds used, so that ``prdist history`` bounds it again alike); an audit stratified by
-    a judge column adds ``audit_class`` (int8: the judge's class the audit was drawn from, 0
-    incorrect, 1 correct or silent); ``role`` keeps the plan's own role (an audit row is also a
-    prefix / window / random / stratum row).
+    gold bounds used, so that ``prdist history`` bounds it again alike); an audit drawn by a
+    judge column's classes adds ``audit_class`` (int8: the judge's class of the row, 0 incorrect,
+    1 correct or silent; the audit was drawn from the method's plan rows by it); ``role`` keeps
+    the plan's own role (an audit row is also a prefix / window / random / stratum row).
+    ``grid_index`` is int32, null off the grid (pandas reads it as ``Int32``: :data:`PLAN_PANDAS_DTYPES`).
     """
     if kinds is None:
         kinds = kinds_of(labels)
     table = _plan_rows(planned, items, labels, kinds)
     if planned.in_audit is not None:
-        table["gold_audit"] = planned.in_audit
-        table["gold"] = np.where(planned.in_audit, gold, np.nan).astype(np.float64)
+        table = table.append_column("gold_audit", arrow_array(np.asarray(planned.in_audit, dtype=bool)))
+        table = table.append_column("gold", arrow_array(np.where(planned.in_audit, gold, np.nan).astype(np.float64)))
         if judge is not None:
-            table["judge"] = np.asarray(judge, dtype=np.float64)
+            table = table.append_column("judge", arrow_array(np.asarray(judge, dtype=np.float64)))
         if planned.audit_judge is not None:
-            table["audit_class"] = np.where(planned.audit_judge < 0.5, 0, 1).astype(np.int8)
+            table = table.append_column("audit_class", arrow_array(np.where(planned.audit_judge < 0.5, 0, 1).astype(np.int8)))
     return table
 
 
-def _plan_rows(planned: PlannedRanks, items: pd.DataFrame, labels: np.ndarray, kinds: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame(
+#: The pandas dtypes of plan.parquet's columns that Arrow's types alone do not say.
+PLAN_PANDAS_DTYPES = {"grid_index": "Int32"}
+
+
+def _plan_rows(planned: PlannedRanks, items: pa.Table, labels: np.ndarray, kinds: np.ndarray) -> pa.Table:
+    key = items.column("key")
+    on_grid = planned.grid_index >= 0
+    return arrow_table(
         {
             "rank": planned.ranks.astype(np.int64),
-            "key": items["key"].to_numpy(),
-            "score": items["score"].to_numpy(dtype=np.float64),
-            "role": planned.role.astype(str),
-            "grid_index": pd.array(np.where(planned.grid_index >= 0, planned.grid_index, None), dtype="Int32"),
+            "key": key.cast(pa.large_string()) if pa.types.is_string(key.type) else key,
+            "score": column(items, "score", np.float64),
+            "role": arrow_array(planned.role.astype(str), type=pa.large_string()),
+            "grid_index": arrow_array(planned.grid_index.astype(np.int32), mask=~on_grid),
             "label": labels.astype(np.float64),
-            "verdict": np.asarray(kinds, dtype=str),
+            "verdict": arrow_array(np.asarray(kinds, dtype=str), type=pa.large_string()),
         }
     )

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
+from prdist.frames.columns import arrow_array, arrow_table, column, take_rows
 from prdist.errors import DataError
 from prdist.render.report import render_report
 from prdist.dataflow.run import evaluate as ev
@@ -24,7 +24,7 @@ from prdist.dataflow.io.artifacts import (
     run_id,
     versions,
 )
-from prdist.dataflow.labels.task import export_annotation_task
+from prdist.dataflow.labels.task_files import export_annotation_task
 from prdist.dataflow.ranks.extract import extract
 from prdist.dataflow.ranks.extraction import Extraction
 from prdist.history import default_ranks
@@ -61,7 +61,7 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: Loc
     # Every other column comes along, so an annotator sees the whole item.
     columns = [c for c in resource.schema.names if c not in (resource.key, resource.score, "rank", "key", "score")]
     found = extract(resource, ranks, client=client, columns=columns)
-    if not np.array_equal(found.items["rank"].to_numpy(), np.asarray(ranks)):
+    if not np.array_equal(column(found.items, "rank"), np.asarray(ranks)):
         raise RuntimeError("extraction returned other ranks than were planned")  # an internal bug, not bad input
     # The staged file is keyed by the fingerprint taken when the resource was opened; a writer
     # replacing the release in the meantime would stage other items under it. The footers, read
@@ -73,7 +73,7 @@ def extract_items(resource: Resource, ranks: np.ndarray, *, client, staging: Loc
             f"{resource.url} changed while it was being read (its files or row groups differ from when it "
             "was opened). Run again on data that stays put."
         )
-    table = pa.Table.from_pandas(found.items, preserve_index=False)
+    table = found.items
     meta = dict(table.schema.metadata or {})
     meta[b"prdist.extract_seconds"] = f"{time.perf_counter() - started:.3f}".encode()
     meta[b"prdist.bytes_read"] = str(found.bytes_read).encode()
@@ -88,14 +88,14 @@ def read_items(staged: Location) -> Extraction:
     with staged.fs.open(staged.path, "rb") as fh:
         table = read_parquet(fh)
     meta = table.schema.metadata or {}
-    return Extraction(table.to_pandas(), bytes_read=int(meta.get(b"prdist.bytes_read", b"0")),
+    return Extraction(table.replace_schema_metadata(None), bytes_read=int(meta.get(b"prdist.bytes_read", b"0")),
                       seconds=float(meta.get(b"prdist.extract_seconds", b"0")))
 
 
 EXACT_LIMIT = 10_000_000
 
 
-def exact_precision(resource: Resource, ranks: np.ndarray, items: pd.DataFrame | None = None, *, client=None) -> pd.DataFrame | None:
+def exact_precision(resource: Resource, ranks: np.ndarray, items: pa.Table | None = None, *, client=None) -> pa.Table | None:
     """The exact precision at ``ranks`` from the resource's oracle column (simulations only).
 
     Counted in one pass over the score and label columns, the items at ``ranks`` taken from the
@@ -153,7 +153,7 @@ def committed_run(resource: Resource, params: ev.EvaluationParams, *, out: Locat
     return committed_outcome(run)
 
 
-def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extraction, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: Location, bands: ev.ArmBands | None, exact: pd.DataFrame | None = None,
+def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extraction, resolution: ev.LabelResolution, estimate: ev.Estimate, params: ev.EvaluationParams, *, out: Location, bands: ev.ArmBands | None, exact: pa.Table | None = None,
               series: str | None = None) -> RunOutcome:
     """Write plan, bounds, (bands, exact), report and, last, the manifest of one run of ``series``."""
     out = resolve(out)
@@ -162,8 +162,8 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         return reused
 
     items = extraction.items
-    plan_frame = ev.plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold, resolution.judge)
-    run.write_table("plan.parquet", plan_frame)
+    plan = ev.plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold, resolution.judge)
+    run.write_table("plan.parquet", plan, pandas_dtypes=ev.PLAN_PANDAS_DTYPES)
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
         write_parquet(bands.to_arrow(), run.path_of("bands.parquet"), storage_options=run.storage_options, exclusive=False)
@@ -174,10 +174,10 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
     missing = int(awaiting.sum())  # cannot-judge items are never requested again
     task_url = None
     if missing:
-        export = items.drop(columns=[params.oracle_column] if params.oracle_column else [], errors="ignore")
+        export = items.drop_columns([c for c in [params.oracle_column] if c in items.column_names])
         if planned.in_audit is not None:  # which rows want a gold verdict (import them with --role gold)
-            export = export.assign(gold_audit=resolution.gold_awaiting)
-        export = export.loc[awaiting]
+            export = export.append_column("gold_audit", arrow_array(np.asarray(resolution.gold_awaiting, dtype=bool)))
+        export = take_rows(export, np.flatnonzero(awaiting))
         task_url, _ = export_annotation_task(export, run.location)
     manifest = {
         "status": "awaiting labels" if missing else "complete",
@@ -197,7 +197,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         "input": {"url": resource.url, "fingerprint": resource.fingerprint, "sorted": resource.is_sorted_claim(), "bytes_read": extraction.bytes_read},
         "diagnostics": estimate.diagnostics,
         "ap_bounds": list(estimate.average_precision) if estimate.average_precision else None,
-        "cutoffs": cutoffs.to_dict(orient="records"),
+        "cutoffs": cutoffs.to_pylist(),
         "annotation_task": task_url,
         "bands": bands.to_dict() if bands is not None else None,
         "exact": exact is not None,
@@ -205,7 +205,7 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         "timings": {"extract_seconds": extraction.seconds},
     }
     manifest = strict_json(manifest)
-    html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan_frame, bands=None if bands is None else bands.table, cutoffs=cutoffs, exact=exact)
+    html = render_report(manifest=manifest, bounds=estimate.bounds, plan=plan, bands=None if bands is None else bands.table, cutoffs=cutoffs, exact=exact)
     run.write_bytes("report.html", html.encode("utf-8"))
     return commit_run(run, manifest, missing, task_url, cutoffs=dict(estimate.cutoff_ranks))
 
@@ -218,7 +218,7 @@ def _known_quality(resolution: ev.LabelResolution, estimate: ev.Estimate, planne
     return out
 
 
-def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.PlannedRanks) -> pd.DataFrame:
+def _cutoff_table(estimate: ev.Estimate, items: pa.Table, planned: ev.PlannedRanks) -> pa.Table:
     """Deepest guaranteed cut-off per target.
 
     ``score`` is that of the deepest planned item at or above the cut-off rank: keeping the items
@@ -226,11 +226,13 @@ def _cutoff_table(estimate: ev.Estimate, items: pd.DataFrame, planned: ev.Planne
     resource.
     """
     rows = []
-    scores = items["score"].to_numpy(dtype=np.float64)
+    scores = column(items, "score", np.float64)
     for target, rank in sorted(estimate.cutoff_ranks.items(), reverse=True):
         pos = np.searchsorted(planned.ranks, rank, side="right") - 1
         rows.append({"target": float(target), "rank": int(rank), "score": float(scores[pos]) if rank > 0 else float("nan")})
-    return pd.DataFrame(rows, columns=["target", "rank", "score"])
+    return arrow_table({"target": np.array([r["target"] for r in rows], dtype=np.float64),
+                        "rank": np.array([r["rank"] for r in rows], dtype=np.int64),
+                        "score": np.array([r["score"] for r in rows], dtype=np.float64)})
 
 
 def strict_json(value):
@@ -253,7 +255,7 @@ def strict_json(value):
     return value
 
 
-def cutoff_bounds(estimate: ev.Estimate, n: int) -> pd.DataFrame:
+def cutoff_bounds(estimate: ev.Estimate, n: int) -> pa.Table:
     """The bounds at the ranks a reader follows: the guaranteed cut-offs and the powers of ten.
 
     PAULA's bounds are taken at exactly those ranks; a sampling baseline's at the deepest rank of
@@ -262,11 +264,11 @@ def cutoff_bounds(estimate: ev.Estimate, n: int) -> pd.DataFrame:
     """
     wanted = default_ranks([r for r in estimate.cutoff_ranks.values()], n)
     if estimate.paula is not None:
-        rows = pd.DataFrame({"rank": wanted, "precision_lower": estimate.paula.lower(wanted), "precision_upper": estimate.paula.upper(wanted)})
+        rows = arrow_table({"rank": wanted, "precision_lower": estimate.paula.lower(wanted), "precision_upper": estimate.paula.upper(wanted)})
     else:
-        table = estimate.bounds[["rank", "precision_lower", "precision_upper"]]
-        rows = table.iloc[np.unique(np.clip(np.searchsorted(table["rank"].to_numpy(), wanted, side="right") - 1, 0, len(table) - 1))]
+        table = estimate.bounds.select(["rank", "precision_lower", "precision_upper"])
+        at = np.clip(np.searchsorted(column(table, "rank"), wanted, side="right") - 1, 0, len(table) - 1)
+        rows = take_rows(table, np.unique(at))
     targets = {int(rank): float(t) for t, rank in sorted(estimate.cutoff_ranks.items()) if rank > 0}
-    rows = rows.reset_index(drop=True)
-    rows.insert(1, "target", [targets.get(int(r)) for r in rows["rank"]])
-    return rows
+    target = np.array([targets.get(int(r), np.nan) for r in column(rows, "rank")], dtype=np.float64)
+    return rows.add_column(1, "target", arrow_array(target, mask=np.isnan(target)))

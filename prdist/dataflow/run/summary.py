@@ -20,7 +20,7 @@ def _read(run: Location, name: str):
     if not exists(at.fs, at.path, where=run.given):
         return None
     with at.fs.open(at.path, "rb") as fh:
-        return json.load(fh) if name.endswith(".json") else read_parquet(fh).to_pandas()
+        return json.load(fh) if name.endswith(".json") else read_parquet(fh)
 
 
 def run_summary(run: str, *, storage_options=None, ranks: int = 6) -> str:

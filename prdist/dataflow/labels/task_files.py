@@ -1,0 +1,166 @@
+"""The bytes of a run's annotation task, made from an Arrow table without pandas.
+
+``annotation_task.csv`` and ``.jsonl`` were written by pandas (``to_csv`` through
+:func:`prdist.dataflow.io.spreadsheet_csv.to_csv`, ``to_json(orient="records", lines=True,
+force_ascii=False)``); a run holds its items as an Arrow table and loads no pandas, so the same
+bytes are made here, column by column with NumPy, for the columns a run's task has: integers,
+float64, booleans (none of them null) and text. :func:`task_bytes` returns None for a table with
+any other column, which the caller then writes through pandas.
+
+What pandas writes, kept exactly:
+
+- CSV: floats as Python's ``repr`` (the shortest text that reads back), NaN and null text as an
+  empty field, booleans as True / False, text neutralised for spreadsheets
+  (:func:`~prdist.dataflow.io.spreadsheet_csv.neutralise`) and quoted where it holds a comma, a
+  quote or a line break; rows end in CRLF.
+- JSON Lines: floats with at most 10 decimals as pandas' encoder rounds them
+  (:func:`json_doubles`), NaN and null as ``null``, text escaped as JSON with ``/`` as ``\\/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pyarrow as pa
+
+from prdist.frames.columns import arrow_array, arrow_numpy
+from prdist.dataflow.io import spreadsheet_csv
+from prdist.dataflow.io.publishing import publish
+from prdist.dataflow.io.spreadsheet_csv import neutralise
+from prdist.dataflow.io.storage import resolve
+
+__all__ = ["export_annotation_task", "json_doubles", "task_bytes"]
+
+
+def export_annotation_task(items, out_dir, *, storage_options=None) -> tuple[str, str]:
+    """Write the items still needing a label as ``annotation_task.csv`` and ``.jsonl`` in ``out_dir``
+    (a run directory's Location, or a URL and its options); return their URLs as written.
+
+    ``items`` (an Arrow table, or a pandas DataFrame) holds key, score, rank and whatever other
+    columns the resource has, so the annotator sees each item; a ``label`` column is added empty
+    for the annotator to fill in. The CSV is safe to open in a spreadsheet and imports back to
+    the original keys (:mod:`prdist.dataflow.io.spreadsheet_csv`). An Arrow table is written by
+    :func:`task_bytes` where it can, without pandas; the same bytes either way.
+    """
+    payloads = None
+    if isinstance(items, pa.Table):
+        task = items.drop_columns([c for c in ("label",) if c in items.column_names])
+        task = task.append_column("label", arrow_array(np.full(task.num_rows, "", dtype=object), type=pa.large_string()))
+        payloads = task_bytes(task)
+        items = task.to_pandas() if payloads is None else items
+    if payloads is None:
+        task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
+        task["label"] = ""
+        payloads = (spreadsheet_csv.to_csv(task),  # safe to open in a spreadsheet, reads back exactly
+                    task.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8"))
+    out_dir = resolve(out_dir, storage_options=storage_options)
+    csv_at, jsonl_at = out_dir.child("annotation_task.csv"), out_dir.child("annotation_task.jsonl")
+    for at, payload in zip((csv_at, jsonl_at), payloads):
+        publish(at, lambda fh, payload=payload: fh.write(payload), exclusive=False)
+    return csv_at.given, jsonl_at.given
+
+#: pandas' JSON encoder writes a float in fixed notation between these magnitudes, else with %.10g.
+_FIXED_LOW, _FIXED_HIGH = 1e-15, 1e16
+#: The decimals of ``to_json``'s default ``double_precision``.
+_DECIMALS = 10
+
+
+def task_bytes(table: pa.Table) -> tuple[bytes, bytes] | None:
+    """(CSV, JSON Lines) of ``table`` as pandas writes them, or None when a column's type is one
+    this module does not write (see the module notes)."""
+    cells = [_cells(table.column(name)) for name in table.column_names]
+    if any(c is None for c in cells):
+        return None
+    names = table.column_names
+    header = ",".join(_csv_quoted(neutralise(str(name))) for name in names)
+    csv_rows = [",".join(row) for row in zip(*(c[0] for c in cells))]
+    csv = "\r\n".join([header, *csv_rows]) + "\r\n"
+    template = "{" + ",".join(_json_text(name).replace("%", "%%") + ":%s" for name in names) + "}\n"
+    jsonl = "".join(template % row for row in zip(*(c[1] for c in cells)))
+    return csv.encode("utf-8"), jsonl.encode("utf-8")
+
+
+def _cells(chunks: pa.ChunkedArray) -> tuple[list[str], list[str]] | None:
+    """The (CSV, JSON) text of every cell of a column, or None for a type written by pandas only."""
+    kind = chunks.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return _text_cells(chunks.to_pylist())
+    if chunks.null_count:
+        return None
+    values = arrow_numpy(chunks)
+    if pa.types.is_integer(kind):
+        text = list(map(str, values.tolist()))
+        return text, text
+    if pa.types.is_boolean(kind):
+        return np.where(values, "True", "False").tolist(), np.where(values, "true", "false").tolist()
+    if kind == pa.float64():
+        nan = np.isnan(values)
+        csv = ["" if gone else text for gone, text in zip(nan.tolist(), map(repr, values.tolist()))]
+        return csv, np.where(nan, "null", json_doubles(values)).tolist()
+    return None
+
+
+#: Text that CSV quotes or neutralises, or that JSON escapes, somewhere in it; other text is
+#: written as it is (CSV) or between quotes (JSON), without a call per cell.
+_SPECIAL = re.compile(r"^'*[=+\-@\t\r]|[,\"\r\n\\/\x00-\x1f]")
+
+
+def _text_cells(values: list) -> tuple[list[str], list[str]]:
+    csv, jsn = [], []
+    for v in values:
+        if v is None:
+            csv.append("")
+            jsn.append("null")
+        elif _SPECIAL.search(v):
+            csv.append(_csv_quoted(neutralise(v)))
+            jsn.append(_json_text(v))
+        else:
+            csv.append(v)
+            jsn.append('"' + v + '"')
+    return csv, jsn
+
+
+def _csv_quoted(text: str) -> str:
+    """A CSV field as Python's csv module writes it (minimal quoting, CRLF line ends)."""
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _json_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False).replace("/", "\\/")
+
+
+def json_doubles(values: np.ndarray) -> np.ndarray:
+    """Finite float64 ``values`` as pandas' JSON encoder writes them with 10 decimals.
+
+    In fixed notation from 1e-15 to 1e16: the whole part, then the fraction times 10^10 rounded
+    as the encoder does (in double arithmetic, a tie to the odd neighbour or up from 0), its
+    trailing zeros dropped (at least one digit); else ``%.10g``. -0.0 is written 0.0.
+
+    Examples
+    --------
+    >>> json_doubles(np.array([6.259964262636824, 1.5e-10, 2.5e-10, 3.0, -0.0, 25048820020.44388, 1e17])).tolist()
+    ['6.2599642626', '0.0000000002', '0.0000000002', '3.0', '0.0', '25048820020.4438781738', '1e+17']
+    """
+    values = np.asarray(values, dtype=np.float64)
+    negative = values < 0
+    fixed = (np.abs(values) <= _FIXED_HIGH) & ((np.abs(values) >= _FIXED_LOW) | (values == 0))
+    size = np.where(fixed, np.abs(values), 0.0)
+    whole = size.astype(np.uint64)
+    scaled = (size - whole.astype(np.float64)) * 10.0**_DECIMALS
+    frac = scaled.astype(np.uint64)
+    diff = scaled - frac.astype(np.float64)
+    up = (diff > 0.5) | ((diff == 0.5) & ((frac == 0) | (frac & np.uint64(1)).astype(bool)))
+    frac = frac + up.astype(np.uint64)
+    carry = frac >= np.uint64(10**_DECIMALS)  # 0.99999999995 -> 1.0
+    frac[carry], whole[carry] = 0, whole[carry] + np.uint64(1)
+    digits = np.strings.rstrip(np.strings.zfill(frac.astype(str), _DECIMALS), "0")
+    digits = np.where(digits == "", "0", digits)
+    text = np.strings.add(np.strings.add(np.where(negative, "-", ""), whole.astype(str)), np.strings.add(".", digits))
+    if not fixed.all():
+        text = text.astype(object)
+        text[~fixed] = ["%.10g" % v for v in values[~fixed]]
+    return text.astype(str)
