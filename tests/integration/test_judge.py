@@ -16,6 +16,7 @@ import pytest
 from tests.support.cli_run import cli
 from prdist import population
 from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.run.plan_rows import plan_table
 from prdist.dataflow.labels.importer import import_labels
 from prdist.dataflow.labels.store import lookup_labels, read_store, store_status
 from prdist.dataflow.synth import write_synthetic
@@ -116,7 +117,7 @@ def test_the_gold_audit_is_seeded_within_the_plan_and_flagged_in_plan_parquet():
     assert not np.array_equal(planned.in_audit, other.in_audit)
     items = pa.table({"key": planned.ranks, "score": -planned.ranks.astype(float)})
     gold = np.where(planned.in_audit, 1.0, np.nan)
-    table = ev.plan_table(planned, items, np.full(planned.ranks.size, np.nan), gold=gold).to_pandas()
+    table = plan_table(planned, items, np.full(planned.ranks.size, np.nan), gold=gold).to_pandas()
     assert table["gold_audit"].sum() == 40 and table.loc[table["gold_audit"], "gold"].eq(1.0).all()
     assert set(table["role"]) <= {"prefix", "window"}  # an audit row keeps its plan role
 

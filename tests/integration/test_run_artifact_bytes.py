@@ -67,9 +67,9 @@ TABLE_DIGESTS = {
         '6e17a5810e6230dfa0c2/bounds.parquet': (
             '2f73caa2dd440c78a7975d7f47971e37ea51a0cd43ef7af9e7a08930922f21fb',
             '6f2367234648f4fd7164e60eb945ffce0081c9bd304f43a9cc74be992a411f31'),
-        '6e17a5810e6230dfa0c2/plan.parquet': (
-            '8e79533c336059b19283f46ed4b18e07109566d635834c196ad8f99d4ac2d70d',
-            '6cbfd43248428d64a2b3fae6508375bcbdfad309cf361a29b6dc8d650c1e5c6f'),
+        '6e17a5810e6230dfa0c2/plan.parquet': (  # issue 30: the audit by judge class, and audit_class
+            'c766249edb8539fc845b90e0a745da6b2293b853f672681c4bb71bfabc23aba5',
+            '47bf448174e56b20038ccea1fd068e35e65d3be2ae521bcff61cf93c7b6ce1dc'),
     },
     'labels-imported': {
         'a895c6aee930743588bf/bounds.parquet': (

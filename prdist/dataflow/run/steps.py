@@ -14,6 +14,7 @@ from prdist.frames.columns import arrow_array, arrow_table, column, take_rows
 from prdist.errors import DataError
 from prdist.render.report import render_report
 from prdist.dataflow.run import evaluate as ev
+from prdist.dataflow.run.plan_rows import PLAN_PANDAS_DTYPES, plan_table
 from prdist.dataflow.ranks import exact
 from prdist.dataflow.io.artifacts import (
     RunDirectory,
@@ -162,8 +163,8 @@ def write_run(resource: Resource, planned: ev.PlannedRanks, extraction: Extracti
         return reused
 
     items = extraction.items
-    plan = ev.plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold, resolution.judge)
-    run.write_table("plan.parquet", plan, pandas_dtypes=ev.PLAN_PANDAS_DTYPES)
+    plan = plan_table(planned, items, resolution.labels, resolution.kinds, resolution.gold, resolution.judge)
+    run.write_table("plan.parquet", plan, pandas_dtypes=PLAN_PANDAS_DTYPES)
     run.write_table("bounds.parquet", estimate.bounds)
     if bands is not None:
         write_parquet(bands.to_arrow(), run.path_of("bands.parquet"), storage_options=run.storage_options, exclusive=False)
