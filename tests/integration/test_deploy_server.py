@@ -154,7 +154,6 @@ def _manifests(runs: Path) -> dict[tuple[str, str | None], dict]:
     return found
 
 
-@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # another cluster on the machine
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_deployments_run_on_a_prefect_server(prefect_server, tmp_path):
