@@ -37,7 +37,7 @@ def record_attempts(monkeypatch) -> list[tuple[str, object]]:
 
 
 def beyond_loopback(attempts) -> list:
-    """The attempts of :func:`record_attempts` that reach past this machine (or name no address)."""
+    """The attempts of :func:`record_attempts` that reach past this machine (loopback and Unix sockets stay)."""
     def local(target) -> bool:
         host = target[0] if isinstance(target, tuple) else target
         # None: a lookup for binding; a path or bytes: a Unix socket
