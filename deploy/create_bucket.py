@@ -17,11 +17,15 @@ import time
 RETRY_SECONDS = 2.0
 
 
-def create_bucket(bucket: str, *, timeout: float) -> None:
-    """Create ``bucket`` unless it exists, retrying connection failures for ``timeout`` seconds."""
+def create_bucket(bucket: str, *, timeout: float, sleep=time.sleep, clock=time.monotonic) -> None:
+    """Create ``bucket`` unless it exists, retrying connection failures for ``timeout`` seconds.
+
+    ``sleep`` waits between attempts and ``clock`` reads the time the deadline is measured on
+    (``time.sleep`` and ``time.monotonic``; tests pass their own to observe the waits).
+    """
     import s3fs
 
-    deadline = time.monotonic() + timeout
+    deadline = clock() + timeout
     while True:
         # One quick attempt per loop: the loop is the retry, bounded by the deadline.
         fs = s3fs.S3FileSystem(
@@ -36,9 +40,9 @@ def create_bucket(bucket: str, *, timeout: float) -> None:
         except PermissionError:
             raise
         except Exception as exc:  # the store is not up yet: botocore/aiohttp connection errors
-            if time.monotonic() + RETRY_SECONDS > deadline:
+            if clock() + RETRY_SECONDS > deadline:
                 raise TimeoutError(f"the object store did not answer within {timeout:g} s (last error: {exc})") from None
-            time.sleep(RETRY_SECONDS)
+            sleep(RETRY_SECONDS)
 
 
 def main(argv=None) -> int:

@@ -726,7 +726,6 @@ def test_emit_release_refuses_anything_but_an_event():
 # deploy/README.md
 
 
-@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # another cluster on the machine
 def test_tls_scheduler_through_dask_configuration(tmp_path, monkeypatch):
     """The README's recipe for TLS schedulers (Coiled, dask-gateway): certificates via DASK_* variables."""
     import dask

@@ -7,6 +7,9 @@
 - **Terminal and XML sanitising**: every string from outside that reaches a terminal goes through
   one sanitiser; the Label Studio config is well-formed XML whatever the item text holds.
 - **Resource guards before allocating**: plan size, huge numbers, decompressed size.
+
+"At once" is observed, not timed: a too-large plan computes no exact power of its grid, and a
+gzip bomb never reaches the parser.
 """
 
 from __future__ import annotations
@@ -148,13 +151,16 @@ def test_ranks_beyond_int64_are_refused_in_one_line(workspace):
 ])
 def test_a_plan_too_large_to_hold_is_refused_before_anything_is_allocated(argv, says, tmp_path):
     # Under a 2 GB address-space cap, as the issue found it: the old code ran out of memory
-    # (or spent minutes in exact powers); the refusal comes from the parameters alone, at once.
-    code = f"import sys\nfrom prdist.cli import console_main\nsys.argv = ['prdist', *{argv!r}]\nconsole_main()\n"
-    started = time.monotonic()
+    # (or spent minutes in exact powers); the refusal comes from the parameters alone, at once:
+    # not one exact power of the grid is computed (the first one ends the process, exit 70).
+    code = (f"import os, sys\nfrom prdist.paula.grid import GeometricGrid\n"
+            f"def computed(*a):\n    open('exact-power', 'w').close(); os._exit(70)\n"
+            f"GeometricGrid._power_bracket = computed\n"
+            f"from prdist.cli import console_main\nsys.argv = ['prdist', *{argv!r}]\nconsole_main()\n")
     done = subprocess.run(["bash", "-c", f"ulimit -v 2000000; exec {sys.executable} -c \"$0\"", code],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert not (tmp_path / "exact-power").exists(), "an exact power of the grid was computed before the refusal"
     assert done.returncode == 2 and done.stdout == "", done.stderr
-    assert time.monotonic() - started < 20
     line, = done.stderr.strip().splitlines()
     assert line.startswith("prdist: error: The PAULA plan of n=") and all(s in line for s in says), line
 
@@ -405,19 +411,27 @@ def test_the_label_studio_config_is_well_formed_xml_whatever_the_item_columns_ho
     assert tasks[0]["data"]["note\ufffd\ufffd"].startswith("text\x02")  # item text itself travels as it is, in JSON
 
 
-def test_a_gzip_bomb_is_refused_before_anything_is_parsed(tmp_path):
+def test_a_gzip_bomb_is_refused_before_anything_is_parsed(tmp_path, monkeypatch):
     import gzip
+
+    from prdist.dataflow.ranks import ingest as ingest_module
 
     from tests.integration.test_bad_input import assert_refused
 
     member = gzip.compress(b"k,0.5\n" * (1 << 17), 9)  # 768 KiB of rows in about a kilobyte
     bomb = tmp_path / "bomb.csv.gz"
     bomb.write_bytes(gzip.compress(b"id,conf\n") + member * 1400)  # 1.03 GiB from 1.6 MB
-    started = time.monotonic()
+    parsed = []
+
+    def parse(url, *args, **kwargs):  # the old code parsed the bomb for 13 s and ran out of memory
+        parsed.append(url)
+        raise AssertionError(f"{url} was parsed")
+
+    monkeypatch.setattr(ingest_module, "read_rows", parse)
     assert_refused(["ingest", str(bomb), "--out", str(tmp_path / "kb"), "--score", "conf", "--key", "id"],
                    says=["bomb.csv.gz decompresses to more than 1,073,741,824 bytes", "Split the data into smaller files"],
                    watched=[tmp_path])
-    assert time.monotonic() - started < 30  # the old code parsed for 13 s and ran out of memory
+    assert parsed == [], "the bomb was parsed before it was refused"
 
 
 def test_a_small_compressed_input_is_still_ingested(tmp_path):

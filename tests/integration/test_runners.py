@@ -4,7 +4,8 @@ The same ``prdist run`` through both runners writes the same run directory, byte
 one exclusion by nature: the wall-clock seconds of the extraction (the manifest's ``timings`` and
 the report's "Timings" table) are measured, so they differ between any two runs. Computing on a
 Dask cluster and in-process (below the size where a local cluster pays) give the same bytes too.
-Commands that need neither Prefect nor Dask do not import them.
+Commands that need neither Prefect nor Dask do not import them. The exit-order test holds its thread
+on an event the exit hooks set, not on a sleep, so the thread is certainly alive when the command ends.
 """
 
 from __future__ import annotations
@@ -231,11 +232,13 @@ def test_the_command_exits_with_its_code_after_its_output_and_atexit_handlers(tm
     # events worker there), then joining non-daemon threads, then the atexit handlers.
     order = tmp_path / "order"
     before = (
-        "import atexit, pathlib, threading, time\n"
+        "import atexit, pathlib, threading\n"
         f"log = pathlib.Path({str(order)!r})\n"
         "def note(what):\n    with log.open('a') as fh: fh.write(what + ' ')\n"
-        "threading.Thread(target=lambda: (time.sleep(0.5), note('thread')), daemon=False).start()\n"
-        "threading._register_atexit(lambda: note('threading-hook'))\n"
+        # The thread is still running when the command ends: it waits for the exit hooks to start.
+        "exiting = threading.Event()\n"
+        "threading.Thread(target=lambda: (exiting.wait(60), note('thread')), daemon=False).start()\n"
+        "threading._register_atexit(lambda: (note('threading-hook'), exiting.set()))\n"
         "atexit.register(lambda: note('atexit'))"
     )
     done = _console(tmp_path, "budget", "--n", "1000000000", before=before)

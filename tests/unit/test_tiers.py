@@ -19,9 +19,9 @@ TESTS = ROOT / "tests"
 FORBIDDEN_IMPORTS = {
     "unit": ("dask", "distributed", "prefect", "flows", "prdist.dataflow", "prdist.cli", "tests.dataflow",
              "tests.integration", "tests.support.seaweed", "tests.support.cli_run", "tests.support.dask_release",
-             "tests.support.prefect_events"),
+             "tests.support.prefect_events", "tests.support.prefect_runs"),
     "dataflow": ("prefect", "flows", "prdist.cli", "tests.integration", "tests.support.cli_run",
-                 "tests.support.prefect_events"),
+                 "tests.support.prefect_events", "tests.support.prefect_runs"),
 }
 #: What a tier's tests must not ask for: the fixtures of later tiers' servers and clusters.
 FORBIDDEN_FIXTURES = {
