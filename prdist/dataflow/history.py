@@ -493,8 +493,6 @@ def newest_changes(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
     >>> {s: rows["rank"].tolist() for s, rows in newest_changes(table).items()}
     {'kb': [10]}
     """
-    import pandas as pd  # the history's tables; a run loads no pandas
-
     out = {}
     for series, rows in table.groupby("series", sort=False):
         newest = rows[rows["run_id"] == rows["run_id"].iloc[-1]]
