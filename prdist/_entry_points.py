@@ -22,8 +22,10 @@ What loads them, entry point by entry point:
   extraction to the artifacts, and loads no pandas: not itself, and not through pyarrow, whose
   ``pa.array``, ``pa.table`` of NumPy arrays and ``to_numpy`` import pandas (its pandas shim)
   whenever it is installed; the run goes through Arrow's buffers instead (:mod:`prdist.frames.columns`).
-  Nor ``pyarrow.compute`` (rows are taken with NumPy). No Prefect, Dask or SciPy: the flow body
-  runs as a plain function, the passes on threads.
+  Nor ``pyarrow.compute`` (rows are taken with NumPy). This holds for integer keys: text keys
+  load pandas (their tie-order hash, :func:`prdist.ranking.key_hash`) and ``pyarrow.compute``
+  (their cast). No Prefect, Dask or SciPy: the flow body runs as a plain function, the passes
+  on threads.
 - ``prdist run --labels``: the same, and pandas for the label store, whose records are read and
   aggregated as DataFrames (:mod:`prdist.dataflow.labels.store`, :mod:`prdist.verdicts.aggregation`).
 - ``prdist.bootstrap_bands`` first call, without a cluster: NumPy, SciPy's special functions

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from prdist.errors import DataError
+
 __all__ = ["arrow_array", "arrow_numpy", "arrow_table", "column", "column_names", "take_rows"]
 
 
@@ -51,8 +53,9 @@ _NUMPY_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64",
 
 def arrow_numpy(values) -> np.ndarray:
     """An Arrow array or chunked array as NumPy, as its ``to_numpy(zero_copy_only=False)`` gives
-    it: numbers and booleans in their NumPy type, numbers with nulls as float64 with NaN there,
-    booleans with nulls and anything else (text) as Python objects (None for null).
+    it for numbers, booleans and text: numbers and booleans in their NumPy type, numbers with
+    nulls as float64 with NaN there, booleans with nulls and text as Python objects (None for
+    null); other types (dates, times) as Python objects, where pyarrow gives datetime64.
 
     Examples
     --------
@@ -125,6 +128,8 @@ def arrow_array(values, type=None, mask=None):
     if text:
         return _text_array(values, pa.string() if type is None else type, mask)
     kind = pa.from_numpy_dtype(values.dtype) if type is None else type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+        return pa.array(values, type=kind, mask=mask)  # dates, times, decimals...: pyarrow's own way
     if pa.types.is_boolean(kind):
         data = np.packbits(values.astype(bool), bitorder="little")
     else:
@@ -139,8 +144,13 @@ def _text_array(values: np.ndarray, kind, mask):
 
     null = np.array([v is None for v in values.tolist()], dtype=bool) if mask is None else mask
     encoded = [b"" if gone else str(v).encode("utf-8") for v, gone in zip(values.tolist(), null.tolist())]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64 if pa.types.is_large_string(kind) else np.int32)
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    if not pa.types.is_large_string(kind):
+        if offsets[-1] > np.iinfo(np.int32).max:  # string offsets are int32: never let them wrap
+            raise DataError(f"A text column of {int(offsets[-1]):,} bytes does not fit Arrow's string type (2 GiB at most); "
+                            "store it as large_string.")
+        offsets = offsets.astype(np.int32)
     nulls = int(null.sum())
     validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if nulls else None
     return pa.Array.from_buffers(kind, len(encoded), [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))],
@@ -159,6 +169,14 @@ def arrow_table(columns: dict):
 
     arrays = [v if isinstance(v, (pa.Array, pa.ChunkedArray)) else arrow_array(v) for v in columns.values()]
     return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _integer_values(values, kind) -> np.ndarray:
+    """The integers of a chunked integer column as stored (whatever its null slots hold)."""
+    dtype = np.dtype(_NUMPY_NAMES.get(str(kind), str(kind)))
+    parts = [np.zeros(len(c), dtype=dtype) if c.buffers()[1] is None
+             else np.frombuffer(c.buffers()[1], dtype=dtype)[c.offset: c.offset + len(c)] for c in values.chunks]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
 def take_rows(table, indices: np.ndarray):
@@ -185,7 +203,8 @@ def take_rows(table, indices: np.ndarray):
         if text:
             taken[name] = arrow_array(np.array(values.to_pylist(), dtype=object)[indices], type=kind)
             continue
-        array = arrow_numpy(values)[indices]
+        # integers with nulls from their data buffers: arrow_numpy's float64 would round those over 2^53
+        array = (_integer_values(values, kind) if values.null_count and pa.types.is_integer(kind) else arrow_numpy(values))[indices]
         mask = None
         if values.null_count:  # null where the row was null (a NaN that is not null stays NaN)
             mask = ~np.concatenate([_valid(chunk) for chunk in values.chunks])[indices]

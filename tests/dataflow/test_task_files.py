@@ -28,6 +28,7 @@ def test_a_task_has_the_bytes_pandas_wrote(seed):
     n = 20_000
     scores = rng.normal(0, 1, n) * 10.0 ** rng.integers(-22, 22, n)
     scores[::97] = np.nan
+    scores[5::211], scores[7::211] = np.inf, -np.inf  # pandas' JSON writes null, its CSV inf
     scores[::101] = rng.integers(-5, 5, scores[::101].size) * 0.5e-10  # ties of the encoder's rounding
     text = np.array(WORDS, dtype=object)[rng.integers(0, len(WORDS), n)]
     table = pa.table({"rank": np.arange(1, n + 1), "key": pa.array(text.tolist(), pa.string()), "score": scores,
@@ -43,6 +44,10 @@ def test_floats_have_the_digits_pandas_json_gives_them():
     values = np.array(edges + list(np.random.default_rng(2).normal(0, 1, 5_000) * 1e4))
     lines = pd.DataFrame({"x": values}).to_json(orient="records", lines=True, double_precision=10).splitlines()
     assert json_doubles(values).tolist() == [line[5:-1] for line in lines]
+
+
+def test_an_empty_float_column_has_no_digits():
+    assert json_doubles(np.array([])).tolist() == []
 
 
 def test_a_column_of_another_type_is_left_to_pandas():

@@ -334,10 +334,13 @@ def test_an_unreachable_label_store_is_an_error_never_an_empty_store(kind, store
 
     bad = endpoint(kind)
     attempts = record_attempts(monkeypatch)
+    started = time.monotonic()
     with pytest.raises(StorageUnavailable, match="cannot be reached or does not answer"):
         lookup_labels(store, [1, 2, 3], storage_options={"key": "k", "secret": "s", "endpoint_url": bad.url})
-    # Bounded retries, counted: s3fs's own loop (its ``retries`` tries) times botocore's attempts.
+    # Bounded retries, counted: s3fs's own loop (its ``retries`` tries) times botocore's attempts;
+    # and each bounded in time, which a lost read timeout on the silent endpoint would break.
     tries = connections_to(attempts, bad.port)
+    assert time.monotonic() - started < GIVE_UP_SECONDS, "a connection waited past its timeout"
     assert 1 <= tries <= s3fs.S3FileSystem.retries * storage.S3_ATTEMPTS, f"{tries} connections"
 
 
@@ -597,8 +600,12 @@ def test_files_with_different_columns_are_refused_at_once_naming_file_and_column
 def test_a_read_only_label_store_and_output_are_refused_at_once(tmp_path, read_only_dir, dask_client):
     labels = _labels_csv(tmp_path / "labels.csv")
     since = datetime.now(timezone.utc)
+    started = time.monotonic()
     assert_refused(["labels", "import", "--store", str(read_only_dir / "store"), str(labels)],
                    says=["cannot write", "read-only" if _is_mount(read_only_dir) else "permission denied"], watched=[tmp_path])
+    # labels import and export start no flow run, so no run can show a retry: they are timed
+    # (generously: a retry of the write waits longer than this bound).
+    assert time.monotonic() - started < GIVE_UP_SECONDS, "labels import retried a write that cannot succeed"
     resource = _small_resource(tmp_path / "resource")
     assert_refused(["run", "--resource", str(resource), "--out", str(read_only_dir / "runs"), "--oracle-column", "label",
                     "--scheduler", dask_client.scheduler.address],
@@ -606,8 +613,10 @@ def test_a_read_only_label_store_and_output_are_refused_at_once(tmp_path, read_o
     run = tmp_path / "run"
     run.mkdir()
     (run / "manifest.json").write_text("{}")
+    started = time.monotonic()
     assert_refused(["labels", "export", "--run", str(run), "--out", str(read_only_dir / "task.csv")],
                    says=["cannot write"], watched=[tmp_path])
+    assert time.monotonic() - started < GIVE_UP_SECONDS, "labels export retried a write that cannot succeed"
     assert retried(_runs_since(since)) == [], "a permission that does not fix itself was retried"
 
 

@@ -53,3 +53,17 @@ def test_take_rows_takes_what_table_take_takes():
     assert take_rows(table, rows).equals(table.take(pa.array(rows)))
     odd = pa.table({"when": pa.array(np.arange(3), pa.timestamp("s"))})  # other types: through Table.take
     assert take_rows(odd, np.array([2, 0])).equals(odd.take(pa.array([2, 0])))
+
+
+def test_take_rows_keeps_integers_beyond_2_53_beside_nulls():
+    """Integers with nulls go through their data buffers, never float64 (which rounds them)."""
+    column = pa.chunked_array([pa.array([2**62 + 1, None], pa.int64()), pa.array([2**62 + 3], pa.int64())])
+    table = pa.table({"a": column})
+    rows = np.array([2, 1, 0])
+    assert take_rows(table, rows).equals(table.take(pa.array(rows)))
+
+
+def test_arrow_array_of_other_types_is_pyarrows_own_even_empty():
+    for kind, values in ((pa.timestamp("ms"), np.array([1, 2], dtype="datetime64[ms]")),
+                         (pa.date32(), np.array([], dtype="datetime64[D]"))):
+        assert arrow_array(values, type=kind).equals(pa.array(values, type=kind))

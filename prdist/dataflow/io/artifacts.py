@@ -200,6 +200,9 @@ def with_pandas_metadata(table: pa.Table, dtypes: dict[str, str]) -> pa.Table:
             values = arrow_numpy(table.column(i))
             if np.isnan(values).any():
                 table = table.set_column(i, f.name, arrow_array(values, type=f.type, mask=np.isnan(values)))
+    if any(f.type not in _PANDAS_TYPES and f.name not in dtypes for f in table.schema):
+        # a type whose pandas metadata this module does not know: pandas itself makes the table
+        return pa.Table.from_pandas(table.to_pandas(), preserve_index=False)
     columns = []
     for f in table.schema:
         pandas_type, numpy_type = _PANDAS_EXTENSION_TYPES[dtypes[f.name]] if f.name in dtypes else _PANDAS_TYPES[f.type]

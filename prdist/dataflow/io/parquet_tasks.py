@@ -159,6 +159,9 @@ def _has_duplicates(keys: np.ndarray) -> bool:
         return len(set(keys.tolist())) != keys.size
     if keys.size < 2:
         return False
+    if keys.size > 1 << 20:  # a block this large: sorting costs less memory than 2^23+ buckets
+        ordered = np.sort(keys)
+        return bool(np.any(ordered[1:] == ordered[:-1]))
     bits = max(BUCKET_BITS, int(keys.size - 1).bit_length() + 3)
     bucket = ((keys.astype(np.int64, copy=False).view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)).astype(np.intp)
     shared = keys[np.bincount(bucket, minlength=1 << bits)[bucket] > 1]

@@ -49,7 +49,8 @@ def export_annotation_task(items, out_dir, *, storage_options=None) -> tuple[str
         task = items.drop_columns([c for c in ("label",) if c in items.column_names])
         task = task.append_column("label", arrow_array(np.full(task.num_rows, "", dtype=object), type=pa.large_string()))
         payloads = task_bytes(task)
-        items = task.to_pandas() if payloads is None else items
+        if payloads is None:  # a column type only pandas writes
+            items = task.to_pandas()
     if payloads is None:
         task = items.drop(columns=[c for c in ("label",) if c in items.columns]).copy()
         task["label"] = ""
@@ -96,9 +97,11 @@ def _cells(chunks: pa.ChunkedArray) -> tuple[list[str], list[str]] | None:
     if pa.types.is_boolean(kind):
         return np.where(values, "True", "False").tolist(), np.where(values, "true", "false").tolist()
     if kind == pa.float64():
-        nan = np.isnan(values)
+        nan, finite = np.isnan(values), np.isfinite(values)
         csv = ["" if gone else text for gone, text in zip(nan.tolist(), map(repr, values.tolist()))]
-        return csv, np.where(nan, "null", json_doubles(values)).tolist()
+        jsn = np.full(values.size, "null", dtype=object)  # NaN and ±inf: pandas' JSON writes null
+        jsn[finite] = json_doubles(values[finite])
+        return csv, jsn.tolist()
     return None
 
 
@@ -146,6 +149,8 @@ def json_doubles(values: np.ndarray) -> np.ndarray:
     ['6.2599642626', '0.0000000002', '0.0000000002', '3.0', '0.0', '25048820020.4438781738', '1e+17']
     """
     values = np.asarray(values, dtype=np.float64)
+    if not values.size:
+        return np.empty(0, dtype=str)
     negative = values < 0
     fixed = (np.abs(values) <= _FIXED_HIGH) & ((np.abs(values) >= _FIXED_LOW) | (values == 0))
     size = np.where(fixed, np.abs(values), 0.0)

@@ -611,7 +611,7 @@ def _numeric_column(items: pa.Table, name: str, *, what: str, holds: str, strict
     raw = items.column(name)
     kind = raw.type
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind):
-        return np.asarray(arrow_numpy(raw.cast(pa.float64())), dtype=np.float64)
+        return np.asarray(arrow_numpy(raw.cast(pa.float64(), safe=False)), dtype=np.float64)  # 2^53+ rounds, as pandas did
     import pandas as pd  # a column of text (or other values) is read as numbers by pandas
 
     raw = raw.to_pandas()
