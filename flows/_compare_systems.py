@@ -14,7 +14,7 @@ input, which is never pickled to Prefect's result store). Retries are on the I/O
 
 from __future__ import annotations
 
-import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
+from typing import TYPE_CHECKING
 
 from flows._policies import IN_MEMORY, IO_RETRIES, conclude, step, unsealed
 from prdist import params as P
@@ -24,6 +24,9 @@ from prdist.dataflow.labels.unjudged import estimate_labeled
 from prdist.dataflow.engine.cluster import dask_client, one_cluster
 from prdist.importance import SamplingDistribution
 from prdist.render.markdown import comparison_markdown
+
+if TYPE_CHECKING:  # the storage options' annotation: resolved where Prefect wraps the body
+    import pydantic  # (flows._policies.resolved_signature), never imported by an in-process run
 
 
 @step(**IO_RETRIES)

@@ -15,8 +15,9 @@ attempts compute once: each looks for the committed run first, under the lock.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
 
 from flows._awaiting import awaiting_releases, is_touched
 from flows._policies import (
@@ -50,6 +51,9 @@ from prdist.dataflow.run.steps import (
     write_run,
 )
 from prdist.render.markdown import evaluation_markdown
+
+if TYPE_CHECKING:  # the storage options' annotation: resolved where Prefect wraps the body
+    import pydantic  # (flows._policies.resolved_signature), never imported by an in-process run
 
 
 @step(**IO_RETRIES)

@@ -142,10 +142,32 @@ def final_on_bad_input(body):
                 _no_more_retries()
             raise
 
-    # Prefect reads a flow's parameters from its signature, and resolves string annotations in
-    # the function's module: here they come resolved, as the wrapper lives in another module.
-    flow_body.__signature__ = inspect.signature(body, eval_str=True)
+    flow_body.__signature__ = resolved_signature(body)
     return flow_body
+
+
+def as_flow_body(body):
+    """``body`` with the signature Prefect reads its parameters from (:func:`resolved_signature`)."""
+
+    @functools.wraps(body)
+    def flow_body(*args, **kwargs):
+        return body(*args, **kwargs)
+
+    flow_body.__signature__ = resolved_signature(body)
+    return flow_body
+
+
+def resolved_signature(body) -> inspect.Signature:
+    """``body``'s signature with its annotations resolved, as a flow's parameters are read.
+
+    Prefect reads a flow's parameters from its signature and would resolve string annotations in
+    the function's module; a wrapper lives in another module, so they come resolved. The bodies
+    name ``pydantic.SecretStr`` (the sealed storage options) without importing pydantic, which
+    Prefect has loaded already and an in-process run, which calls a body directly, never needs.
+    """
+    import pydantic
+
+    return inspect.signature(body, eval_str=True, globals={**body.__globals__, "pydantic": pydantic})
 
 
 def _no_more_retries() -> None:

@@ -6,11 +6,14 @@ The flow ``flows.synth.synthesize_resource`` is this body; the command line's in
 
 from __future__ import annotations
 
-import pydantic  # for the storage options' annotation, which Prefect resolves (SecretStr loads then)
+from typing import TYPE_CHECKING
 
 from flows._policies import IO_RETRIES, step, unsealed
 from prdist.dataflow.engine.cluster import dask_client
 from prdist.dataflow.synth import model_from_description, write_synthetic
+
+if TYPE_CHECKING:  # the storage options' annotation: resolved where Prefect wraps the body
+    import pydantic  # (flows._policies.resolved_signature), never imported by an in-process run
 
 
 @step(**IO_RETRIES)

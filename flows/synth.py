@@ -10,7 +10,7 @@ from __future__ import annotations
 from prefect import flow
 
 from flows import _synth
-from flows._policies import FLOW_TIMEOUT
+from flows._policies import FLOW_TIMEOUT, as_flow_body
 
 # A timeout, no flow retries: a resource is written once (create-only), a rerun names another.
-synthesize_resource = flow(name="synthesize-resource", log_prints=True, **FLOW_TIMEOUT)(_synth.synthesize_resource)
+synthesize_resource = flow(name="synthesize-resource", log_prints=True, **FLOW_TIMEOUT)(as_flow_body(_synth.synthesize_resource))

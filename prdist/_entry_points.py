@@ -24,12 +24,16 @@ What loads them, entry point by entry point:
   whenever it is installed; the run goes through Arrow's buffers instead (:mod:`prdist.frames.columns`).
   Nor ``pyarrow.compute`` (rows are taken with NumPy). This holds for integer keys: text keys
   load pandas (their tie-order hash, :func:`prdist.ranking.key_hash`) and ``pyarrow.compute``
-  (their cast). No Prefect, Dask or SciPy: the flow body runs as a plain function, the passes
-  on threads.
+  (their cast). No Prefect, Dask, SciPy or pydantic: the flow body runs as a plain function (its
+  annotations, which name pydantic, are resolved only where Prefect wraps it:
+  ``flows._policies.resolved_signature``), the passes on threads. Nor ``numpy.ma``, which
+  ``np.unique``, ``np.isin`` and ``np.median`` import to ask whether an array is masked
+  (:mod:`prdist.frames.arrays`), until there are labels to fit: ``scipy.optimize`` imports it.
 - ``prdist run --labels``: the same, and pandas for the label store, whose records are read and
-  aggregated as DataFrames (:mod:`prdist.dataflow.labels.store`, :mod:`prdist.verdicts.aggregation`).
+  aggregated as DataFrames (:mod:`prdist.dataflow.labels.store`, :mod:`prdist.verdicts.aggregation`);
+  pandas imports ``numpy.ma``.
 - ``prdist.bootstrap_bands`` first call, without a cluster: NumPy, SciPy's special functions
-  and the bands' DataFrame (pandas, which loads pyarrow); no Dask, no ``scipy.stats``.
+  and the bands' DataFrame (pandas, which loads pyarrow and ``numpy.ma``); no Dask, no ``scipy.stats``.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ from dataclasses import dataclass
 __all__ = ["ENTRY_POINTS", "WATCHED", "EntryPoint"]
 
 #: The packages whose loading is accounted for: each costs tens to hundreds of milliseconds.
-WATCHED = ("numpy", "pandas", "pyarrow", "fsspec", "scipy", "scipy.stats", "dask", "distributed", "prefect", "matplotlib")
+WATCHED = ("numpy", "pandas", "pyarrow", "fsspec", "scipy", "scipy.stats", "dask", "distributed", "prefect", "matplotlib",
+           "pydantic", "numpy.ma")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,6 @@ ENTRY_POINTS = (
     EntryPoint("prdist --help", loads=()),
     EntryPoint("prdist budget", loads=("numpy", "fsspec")),
     EntryPoint("prdist run", loads=("numpy", "pyarrow", "fsspec")),
-    EntryPoint("prdist run --labels", loads=("numpy", "pandas", "pyarrow", "fsspec")),
-    EntryPoint("prdist.bootstrap_bands", loads=("numpy", "pandas", "pyarrow", "scipy")),
+    EntryPoint("prdist run --labels", loads=("numpy", "pandas", "pyarrow", "fsspec", "numpy.ma")),
+    EntryPoint("prdist.bootstrap_bands", loads=("numpy", "pandas", "pyarrow", "scipy", "numpy.ma")),
 )

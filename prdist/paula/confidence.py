@@ -92,6 +92,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prdist.frames.arrays import distinct
 from prdist._validation import as_label_array, check_confidence, check_int
 from prdist.errors import DataError, ParameterError
 from prdist.params import SEED
@@ -455,7 +456,7 @@ class _Stretches:
 def _stretches(plan: PaulaPlan) -> _Stretches:
     grid = plan.grid.astype(np.int64)
     starts = grid - np.minimum(plan.window, grid)
-    edges = np.unique(np.concatenate((starts, grid, [plan.n])))
+    edges = distinct(np.concatenate((starts, grid, [plan.n])))
     lo, hi = edges[:-1], edges[1:]
     in_window = (starts[None, :] <= lo[:, None]) & (hi[:, None] <= grid[None, :])
     exact = (starts[None, :] == lo[:, None]) & (hi[:, None] == grid[None, :])

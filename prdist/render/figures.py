@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from prdist.frames.arrays import median
 from prdist.paula.derived import pr_region_columns
 from prdist.render.markup import as_mapping, esc, figure, is_number, number, thousands
 from prdist.render.svg import (
@@ -72,7 +73,7 @@ def section_precision(view: BoundsView, exact, prefix_end: int, diagnostics: Map
     if grid_rows.size:
         # Grid points are evenly spaced on the log axis; past a few per marker width they merge
         # into a tube, so show every step-th one.
-        spacing = float(np.median(np.diff(plot.x.pixels(view.ranks[grid_rows])))) if grid_rows.size > 1 else np.inf
+        spacing = median(np.diff(plot.x.pixels(view.ranks[grid_rows]))) if grid_rows.size > 1 else np.inf
         step = max(1, math.ceil(_MARKER_SPACING / max(spacing, 1e-9)))
         shown = grid_rows[::step]
         label = "grid points" if step == 1 else f"grid points (1 in {step})"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prdist.frames.arrays import distinct
 from prdist.render.markup import esc
 
 __all__ = ["Axis", "Plot", "log_subsample", "value_range", "wrap"]
@@ -261,7 +262,7 @@ def log_subsample(ranks: np.ndarray, max_points: int) -> np.ndarray:
         return np.arange(ranks.size)
     targets = np.geomspace(ranks[0], ranks[-1], max_points)
     idx = np.clip(np.searchsorted(ranks, targets), 0, ranks.size - 1)
-    return np.unique(np.r_[0, idx, ranks.size - 1])
+    return distinct(np.r_[0, idx, ranks.size - 1])
 
 
 def wrap(text: str, width: int) -> list[str]:

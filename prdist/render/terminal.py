@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from prdist.frames.arrays import distinct
 from prdist.frames.columns import column
 from prdist.paula.bounds import within_gamma
 from prdist.redaction import terminal_text
@@ -58,13 +59,13 @@ def run_summary_text(manifest: dict, bounds, exact, *, report: str, files: list[
 def _bounds_lines(n: int, bounds, exact, ranks: int) -> list[str]:
     """The bounds (and the exact precision when known) at ``ranks`` log-spaced ranks, as a table."""
     # log-spaced from rank 1,000 (from n / 100 on smaller resources, so they get several ranks too)
-    wanted = np.unique(np.geomspace(min(1000, max(1, n // 100)), n, num=ranks).astype(np.int64))
+    wanted = distinct(np.geomspace(min(1000, max(1, n // 100)), n, num=ranks).astype(np.int64))
     rows = column(bounds, "rank")
     lower, upper = column(bounds, "precision_lower"), column(bounds, "precision_upper")
     picks = rows[np.clip(np.searchsorted(rows, wanted), 0, rows.size - 1)]
     truth = None if exact is None else dict(zip(column(exact, "rank").tolist(), column(exact, "precision").tolist()))
     lines = [f"{'rank':>14} {'lower':>8} {'upper':>8}" + (f" {'exact':>8}" if truth is not None else "")]
-    for r in np.unique(picks):
+    for r in distinct(picks):
         at = int(np.flatnonzero(rows == r)[0])
         row = f"{r:>14,} {lower[at]:>8.4f} {upper[at]:>8.4f}"
         if truth is not None:

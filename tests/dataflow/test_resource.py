@@ -284,15 +284,22 @@ def test_a_tie_run_larger_than_a_block_goes_through_bounded_selection(tmp_path, 
     assert direct.row_groups_read == bounded.row_groups_read
 
 
-def test_duplicate_keys_and_bad_labels_in_the_rows_read_are_errors(tmp_path):
+def test_duplicate_keys_taken_or_ordering_ties_and_bad_labels_read_are_errors(tmp_path):
     keys = np.arange(100, dtype=np.int64)
     keys[60] = keys[61]
+    keys[35] = keys[33]
     scores = np.linspace(1, 0, 100)
+    scores[33:36] = scores[33]  # ranks 34..36 tie: their keys (one repeated) decide their order
     root = write_files(tmp_path / "r", {"key": keys, "score": scores, "label": np.r_[np.zeros(99), 0.5]}, row_group_size=10)
     res = open_resource(root, label="label")
-    extract_ranks(res, [1, 2], columns=[])  # neither the duplicate nor the label is read
-    with pytest.raises(DataError, match="The key 61 occurs more than once"):
-        extract_ranks(res, [62], columns=[])
+    extract_ranks(res, [1, 2], columns=[])  # neither a duplicate nor the label is read
+    # Rank 62's row group holds the other row of key 61, which is neither taken nor tied: a
+    # duplicate key is looked for among the items taken and the tied rows only.
+    assert extract_ranks(res, [62], columns=[])["key"].tolist() == [61]
+    with pytest.raises(DataError, match="The key 61 occurs more than once in the rows extracted"):
+        extract_ranks(res, [61, 62], columns=[])
+    with pytest.raises(DataError, match=r"The key 33 occurs more than once in the rows ordered by key among ranks 31\.\.40 "):
+        extract_ranks(res, [31], columns=[])
     with pytest.raises(DataError, match="label column 'label' holds 0.5"):
         extract_ranks(res, [100])
 

@@ -43,11 +43,11 @@ def test_floats_have_the_digits_pandas_json_gives_them():
              9.99999999995, 123456789.123456789, 1e21, -1e-300, 2.0 ** 53, 0.1, 1 / 3]
     values = np.array(edges + list(np.random.default_rng(2).normal(0, 1, 5_000) * 1e4))
     lines = pd.DataFrame({"x": values}).to_json(orient="records", lines=True, double_precision=10).splitlines()
-    assert json_doubles(values).tolist() == [line[5:-1] for line in lines]
+    assert json_doubles(values) == [line[5:-1] for line in lines]
 
 
 def test_an_empty_float_column_has_no_digits():
-    assert json_doubles(np.array([])).tolist() == []
+    assert json_doubles(np.array([])) == []
 
 
 def test_a_column_of_another_type_is_left_to_pandas():

@@ -101,7 +101,8 @@ def _label_store(tmp_path) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# A run holds its tables in Arrow and NumPy: pandas is not loaded, by prdist nor by pyarrow.
+# A run holds its tables in Arrow and NumPy: pandas is not loaded, by prdist nor by pyarrow; a run
+# awaiting its labels loads no numpy.ma either (NumPy's unique, isin and median import it).
 
 _RUN_WITHOUT_PANDAS = """
 import sys
@@ -109,6 +110,8 @@ from prdist.cli import main
 code = main(['run', '--resource', {release!r}, '--out', {out!r}, *{extra!r}])
 assert code == {code}, code
 assert 'pandas' not in sys.modules, 'pandas was imported'
+# Nor numpy.ma, until labels are fitted: scipy.optimize imports it.
+assert {code} != 3 or 'numpy.ma' not in sys.modules, 'numpy.ma was imported'
 """
 
 
@@ -121,3 +124,21 @@ def test_a_run_without_a_label_store_imports_no_pandas(tmp_path, order, extra, c
     done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                           env={"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
+
+
+def test_the_flows_read_sealed_storage_options_though_their_bodies_import_no_pydantic():
+    # An in-process run calls the bodies and loads no pydantic (the entry points above); a flow
+    # run reads the same parameters, storage options sealed as a SecretStr included.
+    import pydantic
+
+    from flows.compare_systems import compare_systems
+    from flows.evaluate_release import evaluate_release
+    from flows.synth import synthesize_resource
+
+    for flow, required in ((evaluate_release, {"resource": "r", "out": "o"}),
+                           (synthesize_resource, {"model": "m", "n": 10, "out": "o"}),
+                           (compare_systems, {"systems": {"a": "s"}, "out": "o", "budget": 10})):
+        schema = flow.parameters.model_dump()["properties"]["storage_options"]
+        assert {"format": "password", "type": "string", "writeOnly": True} in schema["anyOf"], flow.name
+        sealed = flow.validate_parameters({**required, "storage_options": '{"key": "k"}'})["storage_options"]
+        assert isinstance(sealed, pydantic.SecretStr), flow.name

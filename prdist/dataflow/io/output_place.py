@@ -33,6 +33,12 @@ def _place_kind(fs, path: str, where, *, toward: str = "") -> tuple[str, str] | 
     """
     with storage_errors(where, action="open"):
         try:
+            # Names first: a directory without a Parquet file or a manifest is none of these
+            # places, whatever its entries are, and listing names costs no stat per entry on a
+            # local disk (a directory of 800 entries above the output: 5 ms with them).
+            names = [posixpath.basename(name.rstrip("/")) for name in fs.ls(path, detail=False)]
+            if not any(name == "manifest.json" or name.endswith(".parquet") for name in names):
+                return None
             entries = fs.ls(path, detail=True)
         except (FileNotFoundError, NotADirectoryError):
             return None

@@ -149,7 +149,7 @@ BUCKET_BITS = 16
 
 
 def _has_duplicates(keys: np.ndarray) -> bool:
-    # The check of every block a sorted extraction reads, most often one row group of 2^17 keys.
+    # The check of the items an extraction takes and of tied rows, up to a row group of 2^17 keys.
     # Integer keys: a multiplicative hash into eight buckets per key or more, counted, and only
     # the keys of buckets with two or more (a few percent) sorted; NumPy releases the GIL, so the
     # threads of a pass check blocks at once. Measured on 2^17 random int64 keys (best of 40):

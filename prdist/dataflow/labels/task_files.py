@@ -25,7 +25,7 @@ import re
 import numpy as np
 import pyarrow as pa
 
-from prdist.frames.columns import arrow_array, arrow_numpy
+from prdist.frames.columns import arrow_numpy
 from prdist.dataflow.io import spreadsheet_csv
 from prdist.dataflow.io.publishing import publish
 from prdist.dataflow.io.spreadsheet_csv import neutralise
@@ -47,7 +47,7 @@ def export_annotation_task(items, out_dir, *, storage_options=None) -> tuple[str
     payloads = None
     if isinstance(items, pa.Table):
         task = items.drop_columns([c for c in ("label",) if c in items.column_names])
-        task = task.append_column("label", arrow_array(np.full(task.num_rows, "", dtype=object), type=pa.large_string()))
+        task = task.append_column("label", _empty_texts(task.num_rows))
         payloads = task_bytes(task)
         if payloads is None:  # a column type only pandas writes
             items = task.to_pandas()
@@ -75,18 +75,31 @@ def task_bytes(table: pa.Table) -> tuple[bytes, bytes] | None:
     if any(c is None for c in cells):
         return None
     names = table.column_names
-    header = ",".join(_csv_quoted(neutralise(str(name))) for name in names)
-    csv_rows = [",".join(row) for row in zip(*(c[0] for c in cells))]
-    csv = "\r\n".join([header, *csv_rows]) + "\r\n"
-    template = "{" + ",".join(_json_text(name).replace("%", "%%") + ":%s" for name in names) + "}\n"
-    jsonl = "".join(template % row for row in zip(*(c[1] for c in cells)))
+    header = ",".join(_csv_quoted(neutralise(str(name))) for name in names) + "\r\n"
+    csv = header + _lines(["", *[","] * (len(names) - 1), "\r\n"], [c[0] for c in cells], table.num_rows)
+    keys = [_json_text(name) + ":" for name in names]
+    jsonl = _lines(["{" + keys[0], *["," + key for key in keys[1:]], "}\n"], [c[1] for c in cells], table.num_rows)
     return csv.encode("utf-8"), jsonl.encode("utf-8")
+
+
+def _lines(separators: list[str], columns: list[list[str]], rows: int) -> str:
+    """Every row's cells of ``columns`` between ``separators`` (one more than the columns): the
+    pieces interleaved by slice assignment and joined once, in half the time of a format per row."""
+    width = 2 * len(columns) + 1
+    pieces = [""] * (rows * width)
+    for j, (separator, cells) in enumerate(zip(separators, columns)):
+        pieces[2 * j::width] = [separator] * rows
+        pieces[2 * j + 1::width] = cells
+    pieces[width - 1::width] = [separators[-1]] * rows
+    return "".join(pieces)
 
 
 def _cells(chunks: pa.ChunkedArray) -> tuple[list[str], list[str]] | None:
     """The (CSV, JSON) text of every cell of a column, or None for a type written by pandas only."""
     kind = chunks.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if not chunks.null_count and all(_text_bytes(chunk) == 0 for chunk in chunks.chunks):  # the label column
+            return [""] * len(chunks), ['""'] * len(chunks)
         return _text_cells(chunks.to_pylist())
     if chunks.null_count:
         return None
@@ -97,12 +110,29 @@ def _cells(chunks: pa.ChunkedArray) -> tuple[list[str], list[str]] | None:
     if pa.types.is_boolean(kind):
         return np.where(values, "True", "False").tolist(), np.where(values, "true", "false").tolist()
     if kind == pa.float64():
-        nan, finite = np.isnan(values), np.isfinite(values)
-        csv = ["" if gone else text for gone, text in zip(nan.tolist(), map(repr, values.tolist()))]
-        jsn = np.full(values.size, "null", dtype=object)  # NaN and ±inf: pandas' JSON writes null
-        jsn[finite] = json_doubles(values[finite])
-        return csv, jsn.tolist()
+        csv = list(map(repr, values.tolist()))
+        for i in np.flatnonzero(np.isnan(values)).tolist():
+            csv[i] = ""
+        finite = np.isfinite(values)
+        if finite.all():
+            return csv, json_doubles(values)
+        jsn = ["null"] * values.size  # NaN and ±inf: pandas' JSON writes null
+        for i, text in zip(np.flatnonzero(finite).tolist(), json_doubles(values[finite])):
+            jsn[i] = text
+        return csv, jsn
     return None
+
+
+def _empty_texts(rows: int) -> pa.Array:
+    """A text column of ``rows`` empty strings (built from its buffers: no string per row)."""
+    return pa.Array.from_buffers(pa.large_string(), rows, [None, pa.py_buffer(np.zeros(rows + 1, dtype=np.int64)), pa.py_buffer(b"")])
+
+
+def _text_bytes(chunk: pa.Array) -> int:
+    """The bytes of text a string array's values hold together, from its offsets."""
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1]
+    return int(offsets[-1] - offsets[0]) if len(chunk) else 0
 
 
 #: Text that CSV quotes or neutralises, or that JSON escapes, somewhere in it; other text is
@@ -136,7 +166,7 @@ def _json_text(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("/", "\\/")
 
 
-def json_doubles(values: np.ndarray) -> np.ndarray:
+def json_doubles(values: np.ndarray) -> list[str]:
     """Finite float64 ``values`` as pandas' JSON encoder writes them with 10 decimals.
 
     In fixed notation from 1e-15 to 1e16: the whole part, then the fraction times 10^10 rounded
@@ -145,12 +175,10 @@ def json_doubles(values: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> json_doubles(np.array([6.259964262636824, 1.5e-10, 2.5e-10, 3.0, -0.0, 25048820020.44388, 1e17])).tolist()
+    >>> json_doubles(np.array([6.259964262636824, 1.5e-10, 2.5e-10, 3.0, -0.0, 25048820020.44388, 1e17]))
     ['6.2599642626', '0.0000000002', '0.0000000002', '3.0', '0.0', '25048820020.4438781738', '1e+17']
     """
     values = np.asarray(values, dtype=np.float64)
-    if not values.size:
-        return np.empty(0, dtype=str)
     negative = values < 0
     fixed = (np.abs(values) <= _FIXED_HIGH) & ((np.abs(values) >= _FIXED_LOW) | (values == 0))
     size = np.where(fixed, np.abs(values), 0.0)
@@ -162,10 +190,16 @@ def json_doubles(values: np.ndarray) -> np.ndarray:
     frac = frac + up.astype(np.uint64)
     carry = frac >= np.uint64(10**_DECIMALS)  # 0.99999999995 -> 1.0
     frac[carry], whole[carry] = 0, whole[carry] + np.uint64(1)
-    digits = np.strings.rstrip(np.strings.zfill(frac.astype(str), _DECIMALS), "0")
-    digits = np.where(digits == "", "0", digits)
-    text = np.strings.add(np.strings.add(np.where(negative, "-", ""), whole.astype(str)), np.strings.add(".", digits))
-    if not fixed.all():
-        text = text.astype(object)
-        text[~fixed] = ["%.10g" % v for v in values[~fixed]]
-    return text.astype(str)
+    # The fraction without its trailing zeros (one digit at least): its digits and its value with
+    # them dropped, then one format per value, straight into the list the lines are joined from
+    # (NumPy's string functions took as long, and their array then became that list).
+    digits = np.full(values.size, _DECIMALS)
+    for _ in range(_DECIMALS - 1):
+        zero = (frac % np.uint64(10) == 0) & (digits > 1)
+        frac[zero] //= np.uint64(10)
+        digits -= zero
+    signs = np.where(negative & fixed, "-", "").tolist()
+    text = ["%s%d.%0*d" % row for row in zip(signs, whole.tolist(), digits.tolist(), frac.tolist())]
+    for i in np.flatnonzero(~fixed).tolist():
+        text[i] = "%.10g" % values[i]
+    return text

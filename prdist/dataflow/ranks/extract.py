@@ -20,9 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prdist._validation import check_int
+from prdist.frames.arrays import distinct
 from prdist.frames.columns import arrow_numpy, take_rows
 from prdist.errors import DataError
-from prdist.ranking import sorted_block_order
+from prdist.ranking import key_ordered_rows, sorted_block_order
 from prdist.dataflow.engine.executor import run_tasks
 from prdist.dataflow.ranks.extraction import Extraction, check_labels, empty_result, items_frame, result_table
 from prdist.dataflow.io.parquet import (
@@ -54,7 +55,7 @@ def _blocks(resource: Resource, positions: np.ndarray) -> list[tuple[int, int]]:
     """
     groups = resource.row_groups
     offsets = resource.offsets
-    hit = np.unique(np.searchsorted(offsets, positions, side="right") - 1)
+    hit = distinct(np.searchsorted(offsets, positions, side="right") - 1)
     blocks: list[tuple[int, int]] = []
     for g in hit.tolist():
         if blocks and g <= blocks[-1][1]:
@@ -130,8 +131,13 @@ def _blocks_task(task, fs, key: str, score: str, extras: list[str], names: dict)
                         extra_parts.append(table.select(extras))
             keys = np.concatenate(key_parts)
             scores = np.concatenate(score_parts)
-            take = sorted_block_order(scores, keys)[wanted - start]
-            check_unique(keys, f"the rows read for ranks {wanted[0] + 1}..{wanted[-1] + 1} ({names[refs[0][0]]} ...)")
+            # The keys that decide an order must be unique; the items taken are checked together
+            # in sorted_extraction. Checking every key read cost as much as reading them, and
+            # found a duplicate only when both rows fell in one block.
+            by_key = key_ordered_rows(scores)
+            check_unique(keys[by_key], f"the rows ordered by key among ranks {start + 1}..{start + scores.size} "
+                                       f"({names[refs[0][0]]} ...)")
+            take = sorted_block_order(scores, keys, by_key)[wanted - start]
             if extras:
                 found_extras.append(take_rows(pa.concat_tables(extra_parts, promote_options="permissive"), take))
             positions.append(wanted)
@@ -175,7 +181,11 @@ def extract_ranks(resource: Resource, ranks, *, client=None, columns=None, max_b
     ------
     DataError
         The statistics do not show descending order (use ``select_ranks`` for unsorted input),
-        a key occurs twice among the rows read, or a score read is null or not finite.
+        a key occurs twice among the items returned or among the rows of a block read whose order
+        their keys decide (its tied scores; every row of a block not in descending order inside);
+        in a run of tied scores over ``max_block_rows``, among the candidates the selection keeps.
+        Other duplicates are not looked for (:func:`prdist.dataflow.ranks.select.check_unique_keys`
+        reads every key). Or a score read is null or not finite.
 
     Examples
     --------

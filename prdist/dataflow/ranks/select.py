@@ -61,6 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from prdist.frames.arrays import distinct, members
 from prdist._validation import check_int
 from prdist.frames.columns import arrow_table, take_rows
 from prdist.errors import DataError
@@ -235,7 +236,7 @@ class _Locator:
         score = np.flatnonzero(table.level == _SCORE)
         self.scores = _IntervalSet(table.lo[score], table.hi[score], score, score_buckets=table.score_buckets)
         hashed = np.flatnonzero(table.level == _HASH)
-        self.tie_values = np.unique(table.tie[hashed])
+        self.tie_values = distinct(table.tie[hashed])
         self.ties = {}
         for tie in self.tie_values.tolist():
             ids = hashed[table.tie[hashed] == np.uint64(tie)]
@@ -251,7 +252,7 @@ class _Locator:
         if not self.ties:
             return found, None
         ordinals = descending_ordinal(scores)
-        in_tie = np.flatnonzero(np.isin(ordinals, self.tie_values))
+        in_tie = np.flatnonzero(members(ordinals, self.tie_values))
         hashes = key_hash(keys[in_tie])
         tie_of = ordinals[in_tie]
         for tie, intervals in self.ties.items():
@@ -511,7 +512,7 @@ def _split(refine, offsets, sizes, counts, seen, linear, targets: np.ndarray, *,
             )
         ends = np.cumsum(h)
         inside = targets[np.searchsorted(targets, iv.start):np.searchsorted(targets, iv.start + iv.count)]
-        chosen = np.unique(np.searchsorted(ends, inside - iv.start, side="right"))
+        chosen = distinct(np.searchsorted(ends, inside - iv.start, side="right"))
         if linear is not None:
             edge_lo, edge_hi = _linear_edges(chosen, *linear, nbins)
         else:
@@ -550,7 +551,7 @@ def _ranked_candidates(resource: Resource, partitions, pieces, final, positions,
     # Final intervals are disjoint stretches of the rank order, so sorted candidates run through
     # them in order of start, each filling start .. start+count-1.
     rank_of_sorted = np.concatenate([np.arange(iv.start, iv.start + iv.count, dtype=np.int64) for iv in final])
-    keep = np.flatnonzero(np.isin(rank_of_sorted, positions))
+    keep = np.flatnonzero(members(rank_of_sorted, positions))
     take = order[keep]
     extras_table = take_rows(candidates.select(extras), take) if extras else None
     frame = result_table(rank_of_sorted[keep], keys[take], scores[take], extras_table)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from prdist.frames.arrays import distinct
 from prdist.paula import derived
 from prdist import params as P
 from prdist.errors import DataError, ParameterError
@@ -769,5 +770,5 @@ def with_every_label(table: pa.Table, ranks: np.ndarray, labels: np.ndarray) -> 
 def _evaluation_ranks(n: int, params: EvaluationParams) -> np.ndarray:
     """Ranks to report sampling estimates at: the PAULA grid (comparable tables) plus n."""
     paula = plan_paula(n, eps=params.eps, window=params.window, r_tilde=params.r_tilde)
-    prefix = np.unique(np.geomspace(1, paula.prefix_end, num=min(paula.prefix_end, 64)).astype(np.int64))
-    return np.unique(np.concatenate((prefix, paula.grid, [n])))
+    prefix = distinct(np.geomspace(1, paula.prefix_end, num=min(paula.prefix_end, 64)).astype(np.int64))
+    return distinct(np.concatenate((prefix, paula.grid, [n])))

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from prdist.frames.arrays import distinct
 from prdist.frames.columns import arrow_array, arrow_table, column, take_rows
 from prdist.errors import DataError
 from prdist.render.report import render_report
@@ -269,7 +270,7 @@ def cutoff_bounds(estimate: ev.Estimate, n: int) -> pa.Table:
     else:
         table = estimate.bounds.select(["rank", "precision_lower", "precision_upper"])
         at = np.clip(np.searchsorted(column(table, "rank"), wanted, side="right") - 1, 0, len(table) - 1)
-        rows = take_rows(table, np.unique(at))
+        rows = take_rows(table, distinct(at))
     targets = {int(rank): float(t) for t, rank in sorted(estimate.cutoff_ranks.items()) if rank > 0}
     target = np.array([targets.get(int(r), np.nan) for r in column(rows, "rank")], dtype=np.float64)
     return rows.add_column(1, "target", arrow_array(target, mask=np.isnan(target)))
